@@ -58,6 +58,32 @@ def covlasso_cd(cov, i: int, lam: float, tol: float = 1e-13, max_sweeps: int = 1
     return theta
 
 
+def resolve_lambda(cov: np.ndarray, i: int, lam: float | None, rho: float | None) -> float:
+    """λ from an absolute ``lam`` or a relative ``rho`` (λ = ρ·λ_max(i), ND Thm 1); exactly one is given."""
+    if (lam is None) == (rho is None):
+        raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
+    if rho is not None:
+        rho = float(rho)
+        if not np.isfinite(rho) or rho < 0:
+            raise ValueError(f"rho: must be finite and >= 0, got {rho}")
+        rest = np.delete(np.arange(cov.shape[0]), i)
+        return rho * 2.0 * float(np.abs(cov[rest, i]).max())
+    lam = float(lam)
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam: must be finite and >= 0, got {lam}")
+    return lam
+
+
+def covlasso(cov, i: int, lam: float | None = None, *, rho: float | None = None) -> np.ndarray:
+    """θ*(λ) of ND Eq 2 / Eq 6 for category ``i`` (θ_i = −1); λ absolute or ``rho=`` relative.
+
+    Public entry point. Until the exact active-set solver lands it calls :func:`covlasso_cd`.
+    """
+    c = as_covariance(cov)
+    i = check_index(i, c.shape[0])
+    return covlasso_cd(c, i, resolve_lambda(c, i, lam, rho))
+
+
 def kkt_violation(cov, i: int, lam: float, theta) -> float:
     """max_j of the KKT residual of Eq 6 (A35) at θ, in units of λ_max(i) (0 at the exact optimum)."""
     c = as_covariance(cov)
