@@ -103,3 +103,20 @@ def test_report_markdown_written(tmp_path):
     md = (tmp_path / "REPORT.md").read_text()
     assert "nd.lambda_max" in md and "failed as it should" in md
     assert (tmp_path / "report.json").exists()
+
+
+def test_broken_check_module_does_not_hide_the_others(tmp_path, monkeypatch):
+    import sys
+
+    import verify.checks as pkg
+
+    bad = tmp_path / "zz_broken.py"
+    bad.write_text("raise RuntimeError('planted import error')\n")
+    monkeypatch.setattr(pkg, "__path__", list(pkg.__path__) + [str(tmp_path)])
+    try:
+        checks = registry.discover()
+        assert "zz_broken" in registry.IMPORT_ERRORS and "planted import error" in registry.IMPORT_ERRORS["zz_broken"]
+        assert "nd.lambda_max" in checks
+    finally:
+        registry.IMPORT_ERRORS.pop("zz_broken", None)
+        sys.modules.pop("verify.checks.zz_broken", None)

@@ -28,6 +28,9 @@ def cmd_verify(args) -> int:
 
     catalog = registry.load_catalog()
     checks = registry.discover()
+    for mod, tb in registry.IMPORT_ERRORS.items():
+        print(f"ERROR: verify/checks/{mod}.py does not import; its checks count as missing:\n{tb}",
+              file=sys.stderr)
     if args.list:
         for cid, entry in catalog.items():
             state = "implemented" if cid in checks else "missing"
@@ -75,7 +78,7 @@ def cmd_verify(args) -> int:
         report.write_json(report_dir / "report.json", outcomes, meta)
         path = report.write_markdown(report_dir, outcomes, meta, figures)
         print(f"report: {path}  ({len(figures)} figures in {report_dir / 'figs'})")
-    return 1 if summary["fail"] else 0
+    return 1 if summary["fail"] or registry.IMPORT_ERRORS else 0
 
 
 def make_figures(out_dir: Path, quick: bool, keep=lambda f: True, ids: list[str] | None = None) -> dict:

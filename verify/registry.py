@@ -199,13 +199,24 @@ def check(
     return deco
 
 
+IMPORT_ERRORS: dict[str, str] = {}
+
+
 def discover() -> dict[str, Check]:
-    """Import every module of ``verify.checks`` (each registers its checks) and return the registry."""
+    """Import every module of ``verify.checks`` (each registers its checks) and return the registry.
+
+    A module that fails to import does not hide the others: its error is kept in
+    :data:`IMPORT_ERRORS` (module name -> traceback) and ``theorylab verify`` reports it and exits 1.
+    """
     import verify.checks as pkg
 
     for mod in pkgutil.iter_modules(pkg.__path__):
         if not mod.name.startswith("_"):
-            importlib.import_module(f"verify.checks.{mod.name}")
+            try:
+                importlib.import_module(f"verify.checks.{mod.name}")
+                IMPORT_ERRORS.pop(mod.name, None)
+            except Exception:
+                IMPORT_ERRORS[mod.name] = traceback.format_exc()
     return dict(_CHECKS)
 
 
