@@ -1,0 +1,12 @@
+"""FG (Why fine-grained labels in pretraining benefit generalization?): hierarchical multi-view data models,
+the two-layer ReLU learner of FG Eq 14–18, its training loop, and experiments (coarse vs fine training)."""
+from sims.multiview.data import (Batch, DataModel, HierarchicalMultiView, LabelNoise, MODELS, SharedSubclass,
+                                 ThreeLevel)
+from sims.multiview.experiment import (DEFAULTS, cached_experiment, granularity_sweep, run_experiment,
+                                       validate_config)
+from sims.multiview.learner import TwoLayerReLU, coarse_scores, lucky_mask, mistakes
+from sims.multiview.train import train
+
+__all__ = ["Batch", "DataModel", "HierarchicalMultiView", "SharedSubclass", "ThreeLevel", "LabelNoise", "MODELS",
+           "DEFAULTS", "run_experiment", "cached_experiment", "granularity_sweep", "validate_config",
+           "TwoLayerReLU", "coarse_scores", "lucky_mask", "mistakes", "train"]

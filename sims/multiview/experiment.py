@@ -1,0 +1,263 @@
+"""FG experiments: one validated config → coarse and fine training on the same data model → plain numbers.
+
+``run_experiment(config, device="cpu", progress=False)`` returns a JSON-serialisable dict; the config is a flat
+dict (or TOML table) whose keys are those of :data:`DEFAULTS` (unknown key → ValueError). ``granularity_sweep``
+loops over (k, d, seed) points; ``cached_experiment`` caches one experiment on disk keyed by its config.
+
+The regime (why these defaults; the paper's conditions are in ``theory.multiview.regime_table``):
+d = 100 (sweep 100/200/400), P = 16, s = 3, k = 8 subclasses per superclass, m = 800 neurons per superclass
+(coarse) and 100 per subclass (fine: the same total width), the bias threshold τ = √(c_b log d) chosen so that
+m·Q(τ) = 8 lucky neurons per feature (c_b ≈ 1.17 coarse, 0.43 fine at d = 100: the paper's free pair
+m = Θ(d^{2+2c₀}), c_b = 4+2c₀ reduced to a width that trains here), noise norm 0.5, hard-sample noise norm 2.0,
+σ₀ = 0.01, η = 0.02 (η = Θ(σ₀)), 150 SGD steps of batch 32, float32.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+
+import torch
+
+from sims.multiview.data import MODELS
+from sims.multiview.train import train
+from theory.multiview import c_b_for_lucky
+
+DEFAULTS: dict = {
+    "model": "hierarchical",      # data model: hierarchical | shared_subclass | three_level | label_noise
+    "d": 100,                     # patch dimension (FG B.3 item 1: 'sufficiently large')
+    "P": 16,                      # patches per sample (item 13)
+    "s": 3.0,                     # expected common / subclass patches (item 10)
+    "k": 8,                       # subclasses per superclass, k₊ = k₋ (item 4)
+    "iota": 0.1,                  # α ∈ [1 − ι, 1 + ι] (item 7)
+    "iota_lower": 0.2,            # feature-noise α′ ∈ [ι_lower, ι_upper] (item 8; see docs: ι_lower > 1/k)
+    "iota_upper": 0.4,
+    "noise_norm": 0.5,            # σ_ζ √d (item 11 rescaled)
+    "hard_noise_norm": 2.0,       # σ_ζ* √d of the hard sample's big noise patch (item 12 rescaled)
+    "dictionary": "identity",     # identity | random (orthonormal)
+    "m_coarse": 800,              # neurons per superclass (Prop 1: Θ(d^{2+2c0}))
+    "m_fine": 100,                # neurons per subclass (Prop 2)
+    "lucky": 8.0,                 # expected lucky neurons per feature: sets c_b via m·Q(√(c_b log d)) = lucky
+    "c_b_coarse": "auto",         # or a number (the paper: 4 + 2c0)
+    "c_b_fine": "auto",           # or a number (the paper: 2 + 2c0)
+    "sigma0": 0.01,               # w⁽⁰⁾ ~ N(0, σ0² I) (item 14)
+    "eta": 0.02,                  # step size, Θ(σ0) (item 14)
+    "steps": 150,
+    "batch": 32,                  # N, exactly N/(2k) per subclass (B.1 item 9)
+    "eval_every": 25,
+    "n_test": 256,                # easy and hard test samples each (multiple of the number of fine classes)
+    "seed": 0,
+    "dtype": "float32",
+    "trainings": ["coarse", "fine"],
+    "shared": 1,                  # shared_subclass: how many subclass features both superclasses share
+    "k2": 2,                      # three_level: leaves per class
+    "flip": 0.1,                  # label_noise: probability of a flipped training label
+}
+
+_INT = {"d", "P", "k", "m_coarse", "m_fine", "steps", "batch", "eval_every", "n_test", "seed", "shared", "k2"}
+_FLOAT = {"s", "iota", "iota_lower", "iota_upper", "noise_norm", "hard_noise_norm", "lucky", "sigma0", "eta", "flip"}
+
+
+def validate_config(config: dict | None) -> dict:
+    """A complete, checked copy of ``config`` (defaults filled in). Every problem is a ValueError saying which key."""
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict (a TOML table), got {type(config).__name__}")
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {unknown}; allowed keys: {sorted(DEFAULTS)}")
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg.update(copy.deepcopy(config))
+    for key in _INT:
+        v = cfg[key]
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                cfg[key] = int(v)
+            else:
+                raise ValueError(f"config key {key!r} must be an integer, got {v!r}")
+    for key in _FLOAT:
+        v = cfg[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"config key {key!r} must be a finite number, got {v!r}")
+        cfg[key] = float(v)
+    for key in ("c_b_coarse", "c_b_fine"):
+        v = cfg[key]
+        if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+            raise ValueError(f"config key {key!r} must be 'auto' or a number > 0, got {v!r}")
+    if cfg["model"] not in MODELS:
+        raise ValueError(f"config key 'model' must be one of {sorted(MODELS)}, got {cfg['model']!r}")
+    if cfg["dictionary"] not in ("identity", "random"):
+        raise ValueError(f"config key 'dictionary' must be 'identity' or 'random', got {cfg['dictionary']!r}")
+    if cfg["dtype"] not in ("float32", "float64"):
+        raise ValueError(f"config key 'dtype' must be 'float32' or 'float64', got {cfg['dtype']!r}")
+    tr = cfg["trainings"]
+    if isinstance(tr, str):
+        tr = cfg["trainings"] = [tr]
+    if not tr or any(t not in ("coarse", "fine") for t in tr) or len(set(tr)) != len(tr):
+        raise ValueError(f"config key 'trainings' must be a non-empty list of distinct 'coarse'/'fine', got {tr!r}")
+    positive = ("d", "P", "k", "m_coarse", "m_fine", "steps", "batch", "eval_every", "n_test", "k2", "s",
+                "noise_norm", "hard_noise_norm", "sigma0", "eta", "lucky")
+    for key in positive:
+        if not cfg[key] > 0:
+            raise ValueError(f"config key {key!r} must be > 0, got {cfg[key]}")
+    if cfg["s"] > cfg["P"]:
+        raise ValueError(f"impossible sizes: s = {cfg['s']} feature patches expected but only P = {cfg['P']} patches")
+    if cfg["d"] < 3:
+        raise ValueError(f"config key 'd' must be >= 3 (log d − 1/log⁵ d > 0), got {cfg['d']}")
+    if not 0 <= cfg["iota"] < 1:
+        raise ValueError(f"config key 'iota' must lie in [0, 1), got {cfg['iota']}")
+    if not 0 <= cfg["iota_lower"] <= cfg["iota_upper"]:
+        raise ValueError(f"need 0 <= iota_lower <= iota_upper, got {cfg['iota_lower']}, {cfg['iota_upper']}")
+    if cfg["eval_every"] > cfg["steps"]:
+        raise ValueError(f"eval_every = {cfg['eval_every']} > steps = {cfg['steps']}")
+    for key in ("m_coarse", "m_fine"):
+        if not cfg["lucky"] < cfg[key] / 2 and cfg["c_b_" + key[2:]] == "auto":
+            raise ValueError(f"lucky = {cfg['lucky']} neurons per feature needs {key} > {2 * cfg['lucky']:g}")
+    data = make_data_model(cfg)  # raises on too many features for d, bad shared / flip
+    for key in ("batch", "n_test"):
+        if cfg[key] % data.n_fine:
+            raise ValueError(f"config key {key!r} = {cfg[key]} must be a multiple of the {data.n_fine} fine classes "
+                             f"(exactly {key}/{data.n_fine} samples per subclass, FG B.1 item 9)")
+    return cfg
+
+
+def make_data_model(cfg: dict):
+    """The data model named by ``cfg['model']`` (any DataModel; the sandbox models take their extra key)."""
+    cls = MODELS[cfg["model"]]
+    kw = dict(iota=cfg["iota"], iota_lower=cfg["iota_lower"], iota_upper=cfg["iota_upper"],
+              noise_norm=cfg["noise_norm"], hard_noise_norm=cfg["hard_noise_norm"], dictionary=cfg["dictionary"],
+              dictionary_seed=cfg["seed"])
+    extra = {"shared_subclass": "shared", "three_level": "k2", "label_noise": "flip"}.get(cfg["model"])
+    if extra:
+        kw[extra] = cfg[extra]
+    try:
+        return cls(cfg["d"], cfg["P"], cfg["s"], cfg["k"], **kw)
+    except ValueError as exc:
+        raise ValueError(f"config: {exc}") from None
+
+
+def resolved_c_b(cfg: dict) -> dict:
+    """c_b for coarse and fine training: the configured number, or the 'auto' choice m·Q(√(c_b log d)) = lucky."""
+    out = {}
+    for lab in ("coarse", "fine"):
+        v = cfg[f"c_b_{lab}"]
+        out[lab] = float(v) if v != "auto" else c_b_for_lucky(cfg[f"m_{lab}"], cfg["lucky"], cfg["d"])
+    return out
+
+
+def run_experiment(config: dict, device="cpu", progress: bool = False, data_model=None) -> dict:
+    """Run coarse and/or fine training of FG Eq 14–18 on one data model; return plain numbers.
+
+    ``data_model``: any object satisfying :class:`sims.multiview.data.DataModel` (the sandbox); by default the
+    one named by ``config['model']``. Output: ``{"config", "c_b", "<training>": {"curves": {...lists},
+    "final": {...}}, "summary": {coarse_easy_err, coarse_hard_err, fine_easy_err, fine_hard_err, hard_gap, ...},
+    "seconds"}``.
+    """
+    cfg = validate_config(config)
+    data = make_data_model(cfg) if data_model is None else data_model
+    dtype = getattr(torch, cfg["dtype"])
+    c_b = resolved_c_b(cfg)
+    t0 = time.perf_counter()
+    out = {"config": cfg, "c_b": c_b, "device": str(device)}
+    for i, lab in enumerate(cfg["trainings"]):
+        g = torch.Generator(device=device).manual_seed(cfg["seed"] * 1000 + i + 17)
+        out[lab] = train(data, labels=lab, m=cfg[f"m_{lab}"], c_b=c_b[lab], sigma0=cfg["sigma0"], eta=cfg["eta"],
+                         steps=cfg["steps"], batch=cfg["batch"], eval_every=cfg["eval_every"],
+                         n_test=cfg["n_test"], generator=g, device=device, dtype=dtype, progress=progress)
+    summary = {}
+    for lab in cfg["trainings"]:
+        f = out[lab]["final"]
+        for key in ("train_loss", "easy_err", "hard_err", "growth_ratio", "response_common_lucky",
+                    "response_sub_lucky"):
+            summary[f"{lab}_{key}"] = f[key]
+    if "fine" in cfg["trainings"]:
+        summary["fine_fine_easy_err"] = out["fine"]["final"]["fine_easy_err"]
+        summary["fine_fine_hard_err"] = out["fine"]["final"]["fine_hard_err"]
+    if len(cfg["trainings"]) == 2:
+        summary["hard_gap"] = summary["coarse_hard_err"] - summary["fine_hard_err"]
+    out["summary"] = summary
+    out["seconds"] = time.perf_counter() - t0
+    return _plain(out)
+
+
+def _plain(x):
+    """Plain JSON values (non-finite floats as strings 'inf'/'nan' are avoided: they stay floats for math)."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    return float(x)
+
+
+def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dict:
+    """:func:`run_experiment` cached on disk (``sims.cache.cached``) keyed by the validated config and device."""
+    from sims.cache import cached
+
+    cfg = validate_config(config)
+    params = {"version": 1, "config": cfg, "device": str(device)}
+    res = cached("fg_experiment", params,
+                 lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
+    return json.loads(res["json"])
+
+
+def sweep_points(base_config: dict, ks, ds, seeds) -> list[dict]:
+    """The points of the granularity sweep: k ∈ ks at the base d, and d ∈ ds at the largest k; × seeds."""
+    base = validate_config(base_config)
+    ks, ds, seeds = list(ks), list(ds), list(seeds)
+    if not ks or not seeds:
+        raise ValueError("granularity_sweep needs at least one k and one seed")
+    pts, seen = [], set()
+    grid = [(k, base["d"]) for k in ks] + [(max(ks), d) for d in ds]
+    for seed in seeds:
+        for k, d in grid:
+            if (k, d, seed) in seen:
+                continue
+            seen.add((k, d, seed))
+            pts.append(validate_config({**{k_: v for k_, v in base.items()}, "k": int(k), "d": int(d),
+                                        "seed": int(seed)}))
+    return pts
+
+
+def granularity_sweep(base_config: dict, ks, ds, seeds, runner=None, device="cpu", cache: bool = True,
+                      progress: bool = False) -> dict:
+    """Hard-sample gap (coarse − fine hard error) vs k at the base d, and vs d at the largest k.
+
+    ``runner(list_of_point_configs) -> list of result dicts`` (as returned by :func:`run_experiment`) routes the
+    points elsewhere (the sweep runner); by default a plain loop (cached on disk when ``cache``).
+    """
+    from tqdm import tqdm
+
+    pts = sweep_points(base_config, ks, ds, seeds)
+    if runner is None:
+        run = cached_experiment if cache else run_experiment
+        results = [run(p, device=device) for p in tqdm(pts, desc="granularity sweep", disable=None if progress
+                                                      else True)]
+    else:
+        results = list(runner(pts))
+        if len(results) != len(pts):
+            raise ValueError(f"runner returned {len(results)} results for {len(pts)} points")
+    rows = []
+    for p, r in zip(pts, results):
+        s = r["summary"]
+        rows.append({"k": p["k"], "d": p["d"], "seed": p["seed"], "coarse_hard_err": s["coarse_hard_err"],
+                     "fine_hard_err": s["fine_hard_err"], "coarse_easy_err": s["coarse_easy_err"],
+                     "fine_easy_err": s["fine_easy_err"], "hard_gap": s["hard_gap"],
+                     "coarse_growth_ratio": s["coarse_growth_ratio"], "fine_growth_ratio": s["fine_growth_ratio"],
+                     "coarse_response_common_lucky": s["coarse_response_common_lucky"],
+                     "coarse_response_sub_lucky": s["coarse_response_sub_lucky"]})
+    base = validate_config(base_config)
+
+    def mean_over(sel):
+        keys = [k for k in rows[0] if k not in ("k", "d", "seed")]
+        return {k: sum(r[k] for r in sel) / len(sel) for k in keys}
+
+    by_k = {int(k): mean_over([r for r in rows if r["k"] == k and r["d"] == base["d"]]) for k in ks}
+    by_d = {int(d): mean_over([r for r in rows if r["k"] == max(ks) and r["d"] == d]) for d in ds}
+    return {"rows": rows, "by_k": by_k, "by_d": by_d, "ks": [int(k) for k in ks], "ds": [int(d) for d in ds],
+            "seeds": [int(s) for s in seeds]}
