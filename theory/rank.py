@@ -1,0 +1,264 @@
+"""RD: numerical rank, PCA dimension, Weyl margin, the ψ-law of Lyapunov exponents, Marchenko–Pastur.
+
+Rank Diminishing in Deep Neural Networks (RD):
+
+* :func:`numerical_rank`  — RD Eq 4: ``Rank_ε(W) = #{i : σ_i ≥ ε‖W‖₂}``;
+* :func:`float32_eps_rule` — RD Sec 4.3: ε = eps_float32 × N, N the number of singular values;
+* :func:`pca_dim`         — RD Sec 4.3 ("Structural Impetus"): number of PCA eigenvalues
+  λ_i ≥ ε·λ_max, ε = 1.19e−7 × N by default;
+* :func:`weyl_delta_max`  — RD Thm 1: a certified δ_max(ε) from Weyl's inequality;
+* :func:`lyapunov_law`    — RD Thm 5 (its proof): the Lyapunov exponents of products of standard
+  Gaussian n×n matrices, λ_k = ½(log 2 + ψ((n−k+1)/2)), k = 1..n;
+* :func:`ratio_law`       — RD Eq 10: lim (σ_k/σ_1)^{1/L} = exp(½(ψ((n−k+1)/2) − ψ(n/2)));
+* :func:`gradient_explosion_rate` — RD Cor 1: log σ_1 / L → ½(log 2 + ψ(n/2));
+* Marchenko–Pastur (RD Sec 3.1): density, CDF, and the numerical rank it predicts for an N×d
+  Gaussian matrix, optionally with a planted low-rank signal (BBP top singular value).
+
+The seed text writes ψ = Γ/Γ' in Thm 5; the digamma function is ψ = Γ'/Γ (the law below is the
+classical one of Newman 1986 and matches simulation), so we use the digamma function.
+
+Mathematics only: numpy/scipy, no torch, no I/O.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import integrate, special
+
+from theory.validate import as_float_array, check_positive
+
+#: float32 machine epsilon as the paper writes it (RD Sec 4.3: "1.19e−7").
+FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 1.1920929e-07
+
+
+def _check_eps(eps, name="eps") -> float:
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: must be a number > 0, got {eps!r}") from None
+    if not np.isfinite(e) or e <= 0:
+        raise ValueError(f"{name}: must be finite and > 0, got {eps!r}")
+    return e
+
+
+def singular_values(W) -> np.ndarray:
+    """Singular values of a validated 2-D float64 matrix, descending (ValueError on NaN/Inf/empty)."""
+    a = as_float_array(W, "W", ndim=2)
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def float32_eps_rule(n_values: int) -> float:
+    """RD Sec 4.3: the tolerance ε = 1.19e−7 × N, N the number of singular (or PCA) values measured.
+
+    "This threshold represents the minimum digital accuracy of numerical rank we can capture in data
+    stored as float32."
+    """
+    if isinstance(n_values, bool) or not isinstance(n_values, (int, np.integer)) or n_values < 1:
+        raise ValueError(f"n_values: must be a positive integer, got {n_values!r}")
+    return FLOAT32_EPS * int(n_values)
+
+
+def rank_from_singular_values(s, eps) -> int:
+    """Eq 4 on given singular values: #{i : σ_i ≥ ε·max σ}; 0 for the zero matrix."""
+    e = _check_eps(eps)
+    s = as_float_array(s, "singular values", ndim=1)
+    if np.any(s < 0):
+        raise ValueError("singular values: must be >= 0")
+    top = float(s.max())
+    if top == 0.0:
+        return 0
+    return int(np.count_nonzero(s >= e * top))
+
+
+def numerical_rank(W, eps=None) -> int:
+    """RD Eq 4: Rank_ε(W) = #{i ≤ min(n, d) : σ_i ≥ ε‖W‖₂}, relative to the spectral norm.
+
+    ``eps=None`` uses the float32 rule of Sec 4.3 (ε = 1.19e−7 × min(n, d)). The zero matrix has rank 0.
+    Raises ValueError for NaN/Inf, empty matrices, eps ≤ 0.
+    """
+    s = singular_values(W)
+    e = float32_eps_rule(s.size) if eps is None else _check_eps(eps)
+    return rank_from_singular_values(s, e)
+
+
+def pca_dim(features, eps=None) -> int:
+    """RD Sec 4.3 (Structural Impetus): number of PCA eigenvalues λ_i ≥ ε·λ_max.
+
+    ``features``: (N samples, d). The eigenvalues of the sample covariance are computed from the
+    singular values of the centred data (λ_i = s_i²/(N−1), more accurate than eigvalsh of the
+    covariance). ``eps=None``: ε = 1.19e−7 × (number of PCA eigenvalues, min(N−1, d)) as in the paper.
+    Needs N ≥ 2.
+    """
+    x = as_float_array(features, "features", ndim=2)
+    if x.shape[0] < 2:
+        raise ValueError(f"features: need at least 2 samples (rows) for a covariance, got {x.shape[0]}")
+    xc = x - x.mean(axis=0, keepdims=True)
+    s = np.linalg.svd(xc, compute_uv=False)
+    lam = s**2 / (x.shape[0] - 1)
+    nvals = min(x.shape[0] - 1, x.shape[1])
+    lam = lam[:nvals]
+    e = float32_eps_rule(nvals) if eps is None else _check_eps(eps)
+    return rank_from_singular_values(lam, e)
+
+
+def weyl_delta_max(W, eps, D) -> float:
+    """RD Thm 1: a δ_max(ε) > 0 with Rank_ε(W + δD) = Rank_ε(W) for all δ ∈ [0, δ_max).
+
+    By Weyl, |σ_i(W + δD) − σ_i(W)| ≤ δ‖D‖₂ and the same for ‖·‖₂ = σ_1. A singular value above the
+    threshold stays above if σ_i − δ‖D‖ ≥ ε(σ_1 + δ‖D‖), one below stays below if
+    σ_i + δ‖D‖ < ε(σ_1 − δ‖D‖); so δ_max = min_i |σ_i − εσ_1| / ((1 + ε)‖D‖₂) works. It is 0 exactly
+    at the (measure-zero) ε = σ_i/σ_1 that Thm 1's "almost every ε" excludes; ∞ for D = 0.
+    """
+    e = _check_eps(eps)
+    s = singular_values(W)
+    d = as_float_array(D, "D", ndim=2)
+    if d.shape != np.shape(W):
+        raise ValueError(f"D: shape {d.shape} differs from W's {np.shape(W)}")
+    dn = float(np.linalg.norm(d, 2))
+    if dn == 0.0:
+        return float("inf")
+    if s[0] == 0.0:
+        raise ValueError("W: the zero matrix has no relative threshold ε‖W‖₂")
+    margin = float(np.min(np.abs(s - e * s[0])))
+    return margin / ((1.0 + e) * dn)
+
+
+def eps_max_low_rank(W, rank_tol=None) -> float:
+    """RD Thm 1, second part: for a low-rank W (no noise) every ε < ε_max = σ_r/σ_1 gives Rank_ε = Rank.
+
+    r is the exact rank (numpy's default tolerance max(n, d)·eps64·σ_1 unless ``rank_tol``).
+    """
+    s = singular_values(W)
+    tol = s[0] * max(np.shape(W)) * np.finfo(float).eps if rank_tol is None else float(rank_tol)
+    r = int(np.count_nonzero(s > tol))
+    if r == 0:
+        raise ValueError("W: is (numerically) zero")
+    return float(s[r - 1] / s[0])
+
+
+# ----------------------------------------------------------------------------- Lyapunov ψ-law
+
+def _check_n(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n: must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def lyapunov_law(n: int) -> np.ndarray:
+    """RD Thm 5 (proof): exponents λ_k = ½(log 2 + ψ((n−k+1)/2)), k = 1..n (descending).
+
+    For products J_L ⋯ J_1 of iid n×n matrices with standard Gaussian N(0, 1) entries,
+    (1/L) log σ_k(J_L ⋯ J_1) → λ_k almost surely. (Per layer, in the Benettin QR recursion,
+    log R_kk = ½ log χ²_{n−k+1}, whose mean is λ_k.)
+    """
+    n = _check_n(n)
+    k = np.arange(1, n + 1)
+    return 0.5 * (np.log(2.0) + special.digamma((n - k + 1) / 2.0))
+
+
+def lyapunov_law_sd(n: int) -> np.ndarray:
+    """Per-layer standard deviation of ½ log χ²_{n−k+1}: ½√ψ'((n−k+1)/2) (ψ' the trigamma).
+
+    The Benettin estimate of λ_k after L Gaussian layers has standard deviation lyapunov_law_sd/√L:
+    the O(1/√L) finite-L fluctuation that sets the tolerance of rd.lyapunov_law.
+    """
+    n = _check_n(n)
+    k = np.arange(1, n + 1)
+    return 0.5 * np.sqrt(special.polygamma(1, (n - k + 1) / 2.0))
+
+
+def ratio_law(n: int) -> np.ndarray:
+    """RD Eq 10: lim_L (σ_k/‖J_F‖₂)^{1/L} = exp(½(ψ((n−k+1)/2) − ψ(n/2))), k = 1..n (k = 1 gives 1)."""
+    lam = lyapunov_law(n)
+    return np.exp(lam - lam[0])
+
+
+def gradient_explosion_rate(n: int) -> float:
+    """RD Cor 1: log ‖J_F‖₂ = log σ_1 ~ (L/2)(log 2 + ψ(n/2)); returns the per-layer rate."""
+    n = _check_n(n)
+    return float(0.5 * (np.log(2.0) + special.digamma(n / 2.0)))
+
+
+def psi_law_rank(n: int, L, eps) -> np.ndarray:
+    """The numerical rank the ψ-law predicts after L Gaussian layers: #{k : L(λ_k − λ_1) ≥ log ε}.
+
+    (Eq 10 read at finite L: σ_k/σ_1 ≈ ratio_law(n)_k^L.) ``L`` may be an array of depths.
+    """
+    e = _check_eps(eps)
+    gaps = lyapunov_law(n) - lyapunov_law(n)[0]  # ≤ 0
+    L = np.atleast_1d(np.asarray(L, dtype=float))
+    if np.any(L < 0) or not np.all(np.isfinite(L)):
+        raise ValueError(f"L: depths must be finite and >= 0, got {L}")
+    return np.array([int(np.count_nonzero(l * gaps >= np.log(e))) for l in L])
+
+
+# ----------------------------------------------------------------------------- Marchenko–Pastur
+
+def _check_gamma(gamma) -> float:
+    g = float(gamma)
+    if not np.isfinite(g) or not 0 < g <= 1:
+        raise ValueError(f"gamma: aspect ratio d/N must be in (0, 1], got {gamma!r}")
+    return g
+
+
+def mp_edges(gamma: float) -> tuple[float, float]:
+    """Support [(1−√γ)², (1+√γ)²] of the MP law of the eigenvalues of WᵀW/N, W N×d iid N(0,1), γ = d/N ≤ 1."""
+    g = _check_gamma(gamma)
+    return (1 - np.sqrt(g)) ** 2, (1 + np.sqrt(g)) ** 2
+
+
+def mp_density(x, gamma: float) -> np.ndarray:
+    """Marchenko–Pastur density √((b−x)(x−a)) / (2πγx) on [a, b] (γ = d/N ≤ 1, unit variance)."""
+    g = _check_gamma(gamma)
+    a, b = mp_edges(g)
+    x = np.asarray(x, dtype=float)
+    out = np.zeros_like(x)
+    inside = (x > a) & (x < b) & (x > 0)
+    xi = x[inside]
+    out[inside] = np.sqrt((b - xi) * (xi - a)) / (2 * np.pi * g * xi)
+    return out
+
+
+def mp_cdf(x: float, gamma: float) -> float:
+    """P(λ ≤ x) under the Marchenko–Pastur law (quadrature with the algebraic end-point weights)."""
+    g = _check_gamma(gamma)
+    a, b = mp_edges(g)
+    x = float(x)
+    if x <= a:
+        return 0.0
+    if x >= b:
+        return 1.0
+    if a == 0.0:  # γ = 1: density √(4−x)/(2π√x): weight x^{-1/2}(4−x)^{1/2} on [0, 4]
+        val, _ = integrate.quad(lambda t: np.sqrt(4 - t) / (2 * np.pi), 0.0, x, weight="alg", wvar=(-0.5, 0.0))
+        return float(min(max(val, 0.0), 1.0))
+    val, _ = integrate.quad(lambda t: np.sqrt(b - t) / (2 * np.pi * g * t), a, x, weight="alg", wvar=(0.5, 0.0))
+    return float(min(max(val, 0.0), 1.0))
+
+
+def spiked_top_singular(theta: float, gamma: float) -> float:
+    """Top singular value of (S + G)/√N for a rank-one signal S with ‖S‖₂ = θ√N and G N×d iid N(0,1).
+
+    BBP transition (Benaych-Georges & Nadakuditi 2012), γ = d/N: σ = √((1+θ²)(γ+θ²))/θ for θ > γ^{1/4},
+    else the bulk edge 1 + √γ.
+    """
+    g = _check_gamma(gamma)
+    t = float(theta)
+    if t <= g**0.25:
+        return 1 + np.sqrt(g)
+    return float(np.sqrt((1 + t**2) * (g + t**2)) / t)
+
+
+def mp_numerical_rank(N: int, d: int, eps: float, signal_rank: int = 0, theta: float = 0.0) -> float:
+    """RD Sec 3.1: the numerical rank of an N×d Gaussian matrix (plus ``signal_rank`` planted
+    directions of strength θ√N) predicted by the Marchenko–Pastur law.
+
+    Noise singular values σ = √(Nλ), λ ~ MP(γ = min/max); the top one is the bulk edge (no signal) or
+    the BBP spike. Rank_ε = r + (min(N, d) − r)·P_MP(λ ≥ ε²·σ_top²).
+    """
+    if min(N, d) < 1:
+        raise ValueError(f"N, d: must be >= 1, got {N}, {d}")
+    e = _check_eps(eps)
+    m, M = min(N, d), max(N, d)
+    g = m / M
+    top = spiked_top_singular(theta, g) if signal_rank > 0 else 1 + np.sqrt(g)
+    frac_above = 1.0 - mp_cdf((e * top) ** 2, g)
+    return float(signal_rank + (m - signal_rank) * frac_above)
