@@ -1,0 +1,157 @@
+"""The exact CovLasso homotopy (ND Eq 2, Eq 6): KKT, reference CD, scikit-learn cross-check, bad input.
+
+Mapping to scikit-learn (stated once, used below). sklearn's ``Lasso`` minimises
+(1/2N)‖y − Xβ‖² + α‖β‖₁; its optimality condition (gradient plus subgradient) is
+
+    (1/N)Xᵀ(y − Xβ) = α s,  s ∈ ∂‖β‖₁,   i.e.   c − Gβ = α s  with  c = Xᵀy/N, G = XᵀX/N.
+
+CovLasso Eq 6, min θ̂ᵀĈovθ̂ − 2b̂ᵀθ̂ + λ‖θ̂‖₁, has 2Ĉovθ̂ − 2b̂ + λs = 0 (Eq 7), i.e. b̂ − Ĉovθ̂ = (λ/2)s.
+With the raw logits F (N × n), y = F[:, i], X = F[:, −i] and the uncentred second moment Cov = FᵀF/N
+(ND Eq 2's Cov = E[f fᵀ]), G = Ĉov and c = b̂, so the two problems coincide for λ = 2α, with
+θ̂ = β (θ_i = −1: θᵀf = −f_i + Σ_j θ_j f_j). ``lars_path_gram(Xy=b̂, Gram=Ĉov, n_samples=1)`` then
+returns the breakpoints α_k = λ_k/2 of the same path.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+from sims.spd import gram, lowrank_logits, spd_with_condition
+from theory import dependency as dep
+from theory.covlasso import covlasso, covlasso_all, covlasso_cd, covlasso_path, kkt_violation
+
+
+def _lmax(c, i):
+    return 2 * np.abs(np.delete(c[:, i], i)).max()
+
+
+def _problem(rng, trial):
+    n = int(rng.integers(3, 30))
+    N = int(rng.integers(2 * n, 6 * n)) + 10
+    if trial % 2:  # low-rank-plus-noise logits, like a real classifier's
+        F = lowrank_logits(N, n, max(1, n // 4), 10 ** rng.uniform(-2.5, -0.5), rng)
+    else:
+        F = rng.standard_normal((N, n)) @ rng.standard_normal((n, n))
+    return F, gram(F)
+
+
+def test_matches_sklearn_lasso_and_lars_path_gram():
+    sk = pytest.importorskip("sklearn.linear_model")
+    rng = np.random.default_rng(1)
+    for trial in range(56):
+        F, C = _problem(rng, trial)
+        n = C.shape[0]
+        i = int(rng.integers(n))
+        rest = np.delete(np.arange(n), i)
+        lam = _lmax(C, i) * rng.uniform(0.02, 0.8)
+        th = covlasso(C, i, lam)
+        assert th[i] == -1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            beta = sk.Lasso(alpha=lam / 2, fit_intercept=False, tol=1e-10, max_iter=10**6).fit(F[:, rest], F[:, i]).coef_
+        scale = np.abs(th[rest]).max()
+        assert np.abs(beta - th[rest]).max() <= 1e-7 * scale, trial
+        assert np.array_equal(beta != 0, th[rest] != 0), trial
+        # the exact path: sklearn's breakpoints α_k = λ_k/2 and coefficients there
+        alphas, _, coefs = sk.lars_path_gram(C[rest, i], C[np.ix_(rest, rest)], n_samples=1, method="lasso")
+        p = covlasso_path(C, i)
+        m = len(alphas)  # sklearn may stop a few breakpoints before λ = 0
+        assert len(p.breakpoints) >= m
+        np.testing.assert_allclose(p.breakpoints[:m], 2 * alphas, rtol=1e-8, atol=1e-12 * _lmax(C, i))
+        assert np.abs(p.coefs[:m][:, rest] - coefs.T).max() <= 1e-7 * max(np.abs(coefs).max(), 1e-300)
+
+
+def test_kkt_exact_on_ill_conditioned_lowrank_and_minus_e_i():
+    rng = np.random.default_rng(2)
+    for trial in range(40):
+        n = int(rng.integers(2, 40))
+        if trial % 3 == 0:
+            c = spd_with_condition(n, 10 ** rng.uniform(0, 6), rng)
+        else:
+            c = gram(lowrank_logits(2 * n + 3, n, max(1, n // 5), 10 ** rng.uniform(-4, -1), rng))
+        i = int(rng.integers(n))
+        lm = _lmax(c, i)
+        for rho in (0.0, 1e-3, 0.1, 0.5, 0.999):
+            th = covlasso(c, i, rho=rho)
+            assert th[i] == -1.0
+            assert kkt_violation(c, i, rho * lm, th) <= 1e-9
+        # λ ≥ λ_max: exactly −e_i (A47), and θ_i stays −1 on every early return
+        e = np.zeros(n)
+        e[i] = -1.0
+        assert np.array_equal(covlasso(c, i, lm), e)
+        assert np.array_equal(covlasso(c, i, rho=3.0), e)
+        assert np.array_equal(covlasso_all(c, rho=1.0), -np.eye(n))
+
+
+def test_agrees_with_reference_cd_and_floor():
+    rng = np.random.default_rng(3)
+    for _ in range(15):
+        n = int(rng.integers(2, 12))
+        c = spd_with_condition(n, 10 ** rng.uniform(0, 2.5), rng)
+        i = int(rng.integers(n))
+        for rho in (0.05, 0.4):
+            lam = rho * _lmax(c, i)
+            a, b = covlasso(c, i, lam), covlasso_cd(c, i, lam)
+            assert np.abs(a - b).max() <= 1e-8 * (1 + np.abs(b).max())
+            assert np.array_equal(a != 0, b != 0)
+        # λ = 0: θ*(0) = −Cov⁻¹e_i/(Cov⁻¹)_ii (ND A28)
+        np.testing.assert_allclose(covlasso(c, i, 0.0), dep.theta_floor(c, i), rtol=1e-8, atol=1e-10)
+
+
+def test_all_equals_per_category_and_path_interpolation():
+    rng = np.random.default_rng(4)
+    c = gram(lowrank_logits(200, 40, 8, 1e-2, rng))
+    A = covlasso_all(c, rho=0.2)
+    for i in range(0, 40, 7):
+        np.testing.assert_array_equal(A[i], covlasso(c, i, rho=0.2))
+    lam = 0.3
+    Al = covlasso_all(c, lam)
+    assert np.all(np.diag(Al) == -1.0)
+    i = 5
+    p = covlasso_path(c, i, lams=[lam, 0.05])
+    assert p.breakpoints[0] == pytest.approx(_lmax(c, i)) and np.all(np.diff(p.breakpoints) <= 0)
+    assert np.all(p.coefs[:, i] == -1.0) and np.array_equal(p.coefs[0], -np.eye(40)[i])
+    np.testing.assert_allclose(p.thetas[0], Al[i], rtol=1e-9, atol=1e-12)
+    # any λ between breakpoints is read off exactly: compare with a direct solve there
+    mid = 0.5 * (p.breakpoints[3] + p.breakpoints[4])
+    np.testing.assert_allclose(p.at(mid), covlasso(c, i, mid), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="computed down to"):
+        p.at(0.01)
+
+
+def test_singular_cov_massive_categories():
+    rng = np.random.default_rng(5)
+    F = lowrank_logits(300, 30, 6, 0.0, rng)  # n = 30 > p = 6: rank-6 Cov (ND Sec 2.2)
+    c = gram(F)
+    th = covlasso(c, 0, rho=1e-6)
+    assert th[0] == -1.0 and np.count_nonzero(th) - 1 <= 6
+    assert dep.prediction_error(c, th) <= 1e-8 * c[0, 0]
+    assert kkt_violation(c, 0, 1e-6 * _lmax(c, 0), th) <= 1e-9
+
+
+def test_bad_input():
+    c = spd_with_condition(5, 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="lam"):
+        covlasso(c, 0, -1.0)
+    with pytest.raises(ValueError, match="rho"):
+        covlasso(c, 0, rho=-0.1)
+    with pytest.raises(ValueError, match="exactly one"):
+        covlasso(c, 0, 1.0, rho=0.5)
+    with pytest.raises(ValueError, match="out of range"):
+        covlasso(c, 5, 1.0)
+    with pytest.raises(ValueError, match="out of range"):
+        covlasso_path(c, -1)
+    bad = c.copy()
+    bad[0, 0] = -1.0
+    with pytest.raises(ValueError, match="PSD"):
+        covlasso(bad, 1, 0.1)
+    with pytest.raises(ValueError, match="PSD"):
+        covlasso(np.diag([1.0, -1.0, 1.0]), 0, 0.1)
+    with pytest.raises(ValueError, match="at least 2"):
+        covlasso(np.ones((1, 1)), 0, 0.1)
+    nan = c.copy()
+    nan[2, 3] = nan[3, 2] = np.nan
+    with pytest.raises(ValueError, match="column 3"):
+        covlasso_all(nan, 0.1)
+    with pytest.raises(ValueError, match="lams"):
+        covlasso_path(c, 0, lams=[-1.0])
