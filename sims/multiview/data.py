@@ -81,8 +81,8 @@ class HierarchicalMultiView:
 
     name = "hierarchical"
 
-    def __init__(self, d: int, P: int, s: float, k: int, *, iota: float = 0.1, iota_lower: float = 0.02,
-                 iota_upper: float = 0.07, noise_norm: float = 0.5, hard_noise_norm: float = 2.0,
+    def __init__(self, d: int, P: int, s: float, k: int, *, iota: float = 0.1, iota_lower: float = 0.25,
+                 iota_upper: float = 0.5, noise_norm: float = 0.5, hard_noise_norm: float = 2.0,
                  dictionary: str = "identity", dictionary_seed: int = 0):
         if k < 1:
             raise ValueError(f"k (subclasses per superclass) must be >= 1, got {k}")

@@ -31,8 +31,8 @@ DEFAULTS: dict = {
     "s": 3.0,                     # expected common / subclass patches (item 10)
     "k": 8,                       # subclasses per superclass, k₊ = k₋ (item 4)
     "iota": 0.1,                  # α ∈ [1 − ι, 1 + ι] (item 7)
-    "iota_lower": 0.2,            # feature-noise α′ ∈ [ι_lower, ι_upper] (item 8; see docs: ι_lower > 1/k)
-    "iota_upper": 0.4,
+    "iota_lower": 0.25,           # feature-noise α′ ∈ [ι_lower, ι_upper] (item 8; see docs: ι_lower > 1/k)
+    "iota_upper": 0.5,
     "noise_norm": 0.5,            # σ_ζ √d (item 11 rescaled)
     "hard_noise_norm": 2.0,       # σ_ζ* √d of the hard sample's big noise patch (item 12 rescaled)
     "dictionary": "identity",     # identity | random (orthonormal)
@@ -170,7 +170,7 @@ def run_experiment(config: dict, device="cpu", progress: bool = False, data_mode
     for lab in cfg["trainings"]:
         f = out[lab]["final"]
         for key in ("train_loss", "easy_err", "hard_err", "growth_ratio", "response_common_lucky",
-                    "response_sub_lucky"):
+                    "response_sub_lucky", "response_common_all", "response_sub_all"):
             summary[f"{lab}_{key}"] = f[key]
     if "fine" in cfg["trainings"]:
         summary["fine_fine_easy_err"] = out["fine"]["final"]["fine_easy_err"]
@@ -250,7 +250,9 @@ def granularity_sweep(base_config: dict, ks, ds, seeds, runner=None, device="cpu
                      "fine_easy_err": s["fine_easy_err"], "hard_gap": s["hard_gap"],
                      "coarse_growth_ratio": s["coarse_growth_ratio"], "fine_growth_ratio": s["fine_growth_ratio"],
                      "coarse_response_common_lucky": s["coarse_response_common_lucky"],
-                     "coarse_response_sub_lucky": s["coarse_response_sub_lucky"]})
+                     "coarse_response_sub_lucky": s["coarse_response_sub_lucky"],
+                     "coarse_response_common_all": s["coarse_response_common_all"],
+                     "coarse_response_sub_all": s["coarse_response_sub_all"]})
     base = validate_config(base_config)
 
     def mean_over(sel):
