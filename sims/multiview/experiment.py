@@ -206,6 +206,20 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
     return json.loads(res["json"])
 
 
+QUICK_BASE = {"d": 64, "m_coarse": 400, "m_fine": 50, "lucky": 4.0, "steps": 120, "n_test": 128, "eval_every": 20}
+
+
+def sweep_settings(quick: bool) -> dict:
+    """The sweep the fg checks and figures share (same configs → same cache entries).
+
+    quick: d = 64, half the width (m = 400 / 50, 4 lucky neurons per feature), 120 steps, k ∈ {2, 8},
+    d ∈ {64, 128}; full: the documented regime, k ∈ {2, 4, 8} at d = 100 and d ∈ {100, 200, 400} at k = 8.
+    """
+    if quick:
+        return {"base_config": dict(QUICK_BASE), "ks": (2, 8), "ds": (64, 128), "seeds": (0,)}
+    return {"base_config": {}, "ks": (2, 4, 8), "ds": (100, 200, 400), "seeds": (0,)}
+
+
 def sweep_points(base_config: dict, ks, ds, seeds) -> list[dict]:
     """The points of the granularity sweep: k ∈ ks at the base d, and d ∈ ds at the largest k; × seeds."""
     base = validate_config(base_config)

@@ -13,25 +13,30 @@ import numpy as np
 import torch
 
 from sims.multiview.data import (BIG_NOISE, COMMON, FEATURE_NOISE, NOISE, SUBCLASS, HierarchicalMultiView)
-from sims.multiview.experiment import granularity_sweep
+from sims.multiview.experiment import granularity_sweep, sweep_settings
 from sims.multiview.learner import TwoLayerReLU, lucky_mask
+from sims.multiview.train import torch_threads
 from theory import multiview as mv
 from verify.registry import Result, check
 
-QUICK_BASE = {"d": 64, "m_coarse": 400, "m_fine": 50, "lucky": 4.0, "steps": 120, "n_test": 128, "eval_every": 20}
-FULL_BASE: dict = {}
-
-
-def sweep_settings(quick: bool) -> dict:
-    """Base config, ks, ds, seeds of the sweep every training check reads (also used by paper_figs/fg.py)."""
-    if quick:
-        return {"base_config": dict(QUICK_BASE), "ks": (2, 8), "ds": (64, 128), "seeds": (0,)}
-    return {"base_config": dict(FULL_BASE), "ks": (2, 4, 8), "ds": (100, 200, 400), "seeds": (0,)}
 
 
 def shared_sweep(quick: bool, device="cpu") -> dict:
     s = sweep_settings(quick)
     return granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"], device=device)
+
+
+def _one_thread(fn):
+    """Run a check with one torch thread: its tensors are small, and two threads on a shared 2-core machine
+    spend most of their time waiting for each other (measured 10× slower)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, planted):
+        with torch_threads(1 if str(ctx.device) == "cpu" else None):
+            return fn(ctx, planted)
+
+    return wrapper
 
 
 def _loglog_slope(x, y) -> float:
@@ -45,6 +50,7 @@ def _loglog_slope(x, y) -> float:
                         "statistics keeps the family-wise false alarm rate < 1e-4 and still resolves a 2% bias",
        negative_control="the subclass patch probability s/P without renormalising to the P − |P(X; v_y)| "
                         "non-common patches (expected count s(1 − s/P))")
+@_one_thread
 def data_model(ctx, planted):
     """FG App B.1 items 5–9: patch counts, α ranges, noise levels, hard-sample replacements, labels, balance."""
     d, P, s, k = 100, 16, 3.0, 8
@@ -114,6 +120,7 @@ def data_model(ctx, planted):
        tolerance_reason="Eq 17 and autograd compute the same sums in float64 in a different order: agreement to "
                         "~1e-15 relative; the bias rule is compared with an independent norm to the same level",
        negative_control="Eq 17 without the off-class term 1{y_n ≠ c}(−logit_c) (only the true class's neurons move)")
+@_one_thread
 def sgd_update(ctx, planted):
     """FG Eq 17 (one batched expression) against −η ∇_W L by autograd; Eq 18 bias rule after the step."""
     g = ctx.torch_generator("net")
@@ -158,6 +165,7 @@ def sgd_update(ctx, planted):
        tolerance_reason="|S(v)| is Binomial(m, q) per feature; the mean over the d features has standard error "
                         "√(m q (1 − q) / d); 5 standard errors over 8 comparisons",
        negative_control="E|S*(v)| = m Q(τ₊) without the exclusivity factor (1 − Q(τ₋))^{d−1}")
+@_one_thread
 def init_geometry(ctx, planted):
     """Sizes of the lucky-neuron sets S(v), S*(v) at initialisation vs the Gaussian-tail prediction."""
     g = ctx.torch_generator("init")
@@ -213,6 +221,7 @@ def _coarse_claim(train_loss, easy, hard) -> bool:
                         "the 0–1 errors measured; 0.15 is 3 binomial standard errors above 0.05",
        negative_control="the same three conditions applied to the fine-trained network (Thm 5.1 transplanted)",
        figures=("fg.test_error_curves",))
+@_one_thread
 def coarse_training(ctx, planted):
     sw = shared_sweep(ctx.quick, ctx.device)
     k = max(sw["ks"])
@@ -238,6 +247,7 @@ def coarse_training(ctx, planted):
                         "its error gets twice the room",
        negative_control="the same conditions applied to the coarse-trained network (its hard error is Ω(1))",
        figures=("fg.test_error_curves",))
+@_one_thread
 def fine_training(ctx, planted):
     from sims.multiview.experiment import cached_experiment
 
@@ -265,6 +275,7 @@ def fine_training(ctx, planted):
                "detector [1/4, 2/3] of the subclass detector's rate (its logit factor is ≤ 3/(4k) of the other "
                "subclasses), so the fine ratio is a k-independent constant below 1, not ≈ 1; checked in that form",
        figures=("fg.detector_growth",))
+@_one_thread
 def growth_ratio(ctx, planted):
     sw = shared_sweep(ctx.quick, ctx.device)
     ks = sw["ks"]
@@ -289,6 +300,7 @@ def growth_ratio(ctx, planted):
                         "subclass response vanishing read as at least a factor 2 below the common one",
        negative_control="the impartial representation of t = 0 claimed at the end (ratio within 1 ± 0.25)",
        figures=("fg.detector_growth",))
+@_one_thread
 def activation_scale(ctx, planted):
     sw = shared_sweep(ctx.quick, ctx.device)
     ks, ds = sw["ks"], sw["ds"]
@@ -352,6 +364,7 @@ def linear_vs_relu(P: int, n: int, generator, d=100, s=3.0, k=8, noise_norm=0.5,
        tolerance_reason="binomial standard error of the simulated error plus 0.01 for the closed form's normal "
                         "approximation of the α's; 0.15 is Ω(1); 0.02 allows samples without feature patches",
        negative_control="the closed form with the noise of a single patch (no accumulation over the P patches)")
+@_one_thread
 def linear_fails(ctx, planted):
     g = ctx.torch_generator("linear")
     Ps, n = ((16, 256, 1024), 512) if ctx.quick else ((16, 256, 4096), 1536)
@@ -378,6 +391,7 @@ def linear_fails(ctx, planted):
                         "0.08 and 0.1 are ≥ 2.5 SE",
        negative_control="the coarse and fine hard errors swapped (the claim that coarse training is the better one)",
        figures=("fg.hard_gap_vs_k",))
+@_one_thread
 def granularity_sweep_check(ctx, planted):
     sw = shared_sweep(ctx.quick, ctx.device)
     sign = -1 if planted else 1

@@ -1,0 +1,115 @@
+"""FG figures: easy/hard test error vs step (coarse vs fine training), detector growth (common vs subclass
+lucky neurons), and the hard-sample gap vs k. All read the cached experiments of the fg checks' sweep."""
+from __future__ import annotations
+
+import numpy as np
+
+from paper_figs.registry import figure
+from sims.multiview.experiment import cached_experiment, granularity_sweep
+from sims.multiview.experiment import sweep_settings as _settings
+
+
+def _base_run(quick: bool) -> dict:
+    s = _settings(quick)
+    return cached_experiment({**s["base_config"], "k": max(s["ks"]), "seed": s["seeds"][0]})
+
+
+@figure("fg.test_error_curves", answers="FG Thm 5.1 / 5.2",
+        caption="Easy and hard test error on the coarse task vs SGD step, for coarse training (F_±) and fine "
+                "training read out by F̂_y = max_c F_{y,c}; left: the training loss. Regime of docs/fg.md "
+                "(d = 100, k = 8, P = 16, s = 3).",
+        checks=("fg.coarse_training", "fg.fine_training"))
+def draw_curves(quick: bool):
+    import matplotlib.pyplot as plt
+
+    r = _base_run(quick)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for lab, color in (("coarse", "C3"), ("fine", "C0")):
+        c = r[lab]["curves"]
+        st = np.array(c["step"])
+        loss = np.array(c["train_loss"], float)
+        a.semilogy(st[1:], loss[1:], color=color, label=f"{lab} labels")
+        b.plot(st, c["easy_err"], "-", color=color, label=f"{lab}: easy")
+        b.plot(st, c["hard_err"], "--", color=color, label=f"{lab}: hard")
+    a.set_xlabel("SGD step")
+    a.set_ylabel("batch cross-entropy")
+    a.set_title("training loss")
+    a.legend(fontsize=8)
+    b.set_xlabel("SGD step")
+    b.set_ylabel("coarse-task test error")
+    b.set_ylim(-0.02, 0.8)
+    b.set_title(f"d = {r['config']['d']}, k = {r['config']['k']}: hard samples separate the trainings")
+    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+@figure("fg.detector_growth", answers="FG Sec 5.2, Lemma E.5 / G.2",
+        caption="Mean growth ⟨w_r⁽ᵗ⁾ − w_r⁽⁰⁾, v⟩ of the lucky neurons S⁽⁰⁾(v) of the common feature v_y and of the "
+                "subclass features v_{y,c}, coarse vs fine labels (left); the ratio common/subclass at the end vs "
+                "k (right, dotted: slope 1). Coarse: Θ(k); fine: a k-independent constant in Lemma G.2's [1/4, 2/3].",
+        checks=("fg.growth_ratio", "fg.activation_scale"))
+def draw_growth(quick: bool):
+    import matplotlib.pyplot as plt
+
+    s = _settings(quick)
+    r = _base_run(quick)
+    sw = granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for lab, color in (("coarse", "C3"), ("fine", "C0")):
+        c = r[lab]["curves"]
+        a.plot(c["step"], c["growth_common"], "-", color=color, label=f"{lab}: common v_y")
+        a.plot(c["step"], c["growth_sub"], "--", color=color, label=f"{lab}: subclass v_(y,c)")
+    a.set_xlabel("SGD step")
+    a.set_ylabel("mean ⟨Δw_r, v⟩ over r ∈ S⁽⁰⁾(v)")
+    a.set_title(f"detector growth, k = {r['config']['k']}")
+    a.legend(fontsize=8)
+    ks = np.array(sw["ks"], float)
+    rc = [sw["by_k"][k]["coarse_growth_ratio"] for k in sw["ks"]]
+    rf = [sw["by_k"][k]["fine_growth_ratio"] for k in sw["ks"]]
+    b.loglog(ks, rc, "o-", color="C3", label="coarse labels")
+    b.loglog(ks, rf, "s-", color="C0", label="fine labels")
+    b.loglog(ks, rc[0] * ks / ks[0], ":", color="k", label="∝ k")
+    b.axhspan(0.25, 2 / 3, color="C0", alpha=0.1, label="Lemma G.2: [1/4, 2/3]")
+    b.set_xticks(ks, [str(int(k)) for k in ks])
+    b.minorticks_off()
+    b.set_xlabel("subclasses per superclass k")
+    b.set_ylabel("growth ratio common / subclass")
+    b.set_title("growth ratio at the end of training")
+    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+@figure("fg.hard_gap_vs_k", answers="FG Thm 5.1 vs 5.2",
+        caption="Hard-sample test error of coarse and fine training and their gap vs k at the base d (left) and vs d "
+                "at the largest k (right).",
+        checks=("fg.granularity_sweep",))
+def draw_gap(quick: bool):
+    import matplotlib.pyplot as plt
+
+    s = _settings(quick)
+    sw = granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, xs, xlabel in ((a, "by_k", sw["ks"], "subclasses per superclass k"),
+                                (b, "by_d", sw["ds"], "dimension d")):
+        tab = sw[key]
+        ax.plot(xs, [tab[x]["coarse_hard_err"] for x in xs], "o-", color="C3", label="coarse training: hard error")
+        ax.plot(xs, [tab[x]["fine_hard_err"] for x in xs], "s-", color="C0", label="fine training: hard error")
+        ax.plot(xs, [tab[x]["hard_gap"] for x in xs], "^--", color="k", label="gap (coarse − fine)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.minorticks_off()
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("coarse-task error on hard samples")
+        ax.set_ylim(-0.05, 1)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    a.set_title("gap vs k")
+    b.set_title(f"gap vs d at k = {max(sw['ks'])}")
+    fig.tight_layout()
+    return fig
