@@ -20,11 +20,17 @@ def _base_run(quick: bool) -> dict:
                 "(d = 100, k = 8, P = 16, s = 3).",
         checks=("fg.coarse_training", "fg.fine_training"))
 def draw_curves(quick: bool):
+    return curves_figure(_base_run(quick))
+
+
+def curves_figure(r: dict):
+    """Training loss and easy/hard coarse-task test error vs step of one experiment (run_experiment's dict)."""
     import matplotlib.pyplot as plt
 
-    r = _base_run(quick)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     for lab, color in (("coarse", "C3"), ("fine", "C0")):
+        if lab not in r:
+            continue
         c = r[lab]["curves"]
         st = np.array(c["step"])
         loss = np.array(c["train_loss"], float)
@@ -52,13 +58,19 @@ def draw_curves(quick: bool):
                 "k (right, dotted: slope 1). Coarse: Θ(k); fine: a k-independent constant in Lemma G.2's [1/4, 2/3].",
         checks=("fg.growth_ratio", "fg.activation_scale"))
 def draw_growth(quick: bool):
+    s = _settings(quick)
+    return growth_figure(_base_run(quick), granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"]))
+
+
+def growth_figure(r: dict, sw: dict | None = None):
+    """Detector growth of one experiment; with a granularity sweep ``sw`` also the growth ratio vs k."""
     import matplotlib.pyplot as plt
 
-    s = _settings(quick)
-    r = _base_run(quick)
-    sw = granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"])
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2 if sw else 1, figsize=(11 if sw else 5.5, 4.2), squeeze=False)
+    a = axes[0, 0]
     for lab, color in (("coarse", "C3"), ("fine", "C0")):
+        if lab not in r:
+            continue
         c = r[lab]["curves"]
         a.plot(c["step"], c["growth_common"], "-", color=color, label=f"{lab}: common v_y")
         a.plot(c["step"], c["growth_sub"], "--", color=color, label=f"{lab}: subclass v_(y,c)")
@@ -66,6 +78,11 @@ def draw_growth(quick: bool):
     a.set_ylabel("mean ⟨Δw_r, v⟩ over r ∈ S⁽⁰⁾(v)")
     a.set_title(f"detector growth, k = {r['config']['k']}")
     a.legend(fontsize=8)
+    a.grid(True, alpha=0.3)
+    if not sw:
+        fig.tight_layout()
+        return fig
+    b = axes[0, 1]
     ks = np.array(sw["ks"], float)
     rc = [sw["by_k"][k]["coarse_growth_ratio"] for k in sw["ks"]]
     rf = [sw["by_k"][k]["fine_growth_ratio"] for k in sw["ks"]]
@@ -79,8 +96,7 @@ def draw_growth(quick: bool):
     b.set_ylabel("growth ratio common / subclass")
     b.set_title("growth ratio at the end of training")
     b.legend(fontsize=8)
-    for ax in (a, b):
-        ax.grid(True, alpha=0.3)
+    b.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig
 
