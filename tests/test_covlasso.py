@@ -155,3 +155,56 @@ def test_bad_input():
         covlasso_all(nan, 0.1)
     with pytest.raises(ValueError, match="lams"):
         covlasso_path(c, 0, lams=[-1.0])
+
+
+# ---------------------------------------------------------------------------------------------- dependencies()
+def test_dependencies_cov_and_logits_and_between_networks():
+    from sims.nd_models import massive_category_logits, two_networks
+    from theory.neural_dependency import dependencies, mixed_cov, mixed_logits
+
+    rng = np.random.default_rng(6)
+    F, y, _ = massive_category_logits(3000, 40, 25, rng, noise=0.05)
+    c = gram(F)
+    d = dependencies(c, 3, rho=0.1)
+    d2 = dependencies(F, 3, rho=0.1, labels=y)
+    rest = np.delete(np.arange(40), 3)
+    assert d.theta[3] == -1.0 and np.array_equal(d.support, rest[d.theta[rest] != 0]) and d.support.size > 0
+    np.testing.assert_array_equal(d.coefficients, d.theta[d.support])
+    np.testing.assert_allclose(d2.theta, d.theta, rtol=1e-9, atol=1e-12)
+    assert d.err == pytest.approx(d.theta @ c @ d.theta) and d.rel_err == pytest.approx(d.err / c[3, 3])
+    assert d.floor <= d.err <= c[3, 3] and d.lambda_max == pytest.approx(dep.lambda_max(c)[3])
+    m = d2.metrics
+    assert set(m) >= {"abs_err", "rel_err", "acc", "orig_acc", "pos_acc", "orig_pos_acc"}
+    assert 0 <= m["acc"] <= 1 and abs(m["acc"] - m["orig_acc"]) < 0.05
+    # between networks: target g_i, predictors f_j (ND Sec 2.4)
+    F, G, y = two_networks(2000, 30, 20, rng)
+    db = dependencies(F, 4, rho=0.05, labels=y, g=G)
+    ct = gram(mixed_logits(F, G, 4))
+    np.testing.assert_allclose(mixed_cov(gram(F), F.T @ G / 2000, G[:, 4] @ G[:, 4] / 2000, 4), ct, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(db.theta, covlasso(ct, 4, rho=0.05), rtol=1e-9, atol=1e-12)
+    assert db.cov_ii == pytest.approx(G[:, 4] @ G[:, 4] / 2000)
+
+
+def test_dependencies_bad_input():
+    from theory.neural_dependency import dependencies, replaced_logit_metrics
+
+    rng = np.random.default_rng(7)
+    F = rng.standard_normal((50, 6))
+    bad = F.copy()
+    bad[10, 4] = np.inf
+    with pytest.raises(ValueError, match="column 4"):
+        dependencies(bad, 0, rho=0.1, kind="logits")
+    with pytest.raises(ValueError, match="out of range"):
+        dependencies(F, 6, rho=0.1)
+    with pytest.raises(ValueError, match="lam"):
+        dependencies(F, 0, -1.0)
+    with pytest.raises(ValueError, match="at least 2 categories"):
+        dependencies(F[:, :1], 0, rho=0.1, kind="logits")
+    with pytest.raises(ValueError, match="labels"):
+        dependencies(F, 0, rho=0.1, labels=np.zeros(49, int))
+    with pytest.raises(ValueError, match="need the raw logits"):
+        dependencies(gram(F), 0, rho=0.1, kind="cov", labels=np.zeros(6, int))
+    with pytest.raises(ValueError, match="same samples"):
+        dependencies(F, 0, rho=0.1, g=F[:10])
+    with pytest.raises(ValueError, match="labels"):
+        replaced_logit_metrics(F, np.full(50, 9), 0, -np.eye(6)[0])

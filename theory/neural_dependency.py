@@ -1,0 +1,176 @@
+"""Neural dependencies of one category (ND Def 1, Eq 2, Sec 2.4, Tab 1): support, coefficients, errors, metrics.
+
+:func:`dependencies` takes either a covariance Cov = E[f fᵀ] (uncentred second moment, ND Eq 2,
+Remark 1: no centring, no normalisation) or the raw logits F (N × n, Cov = FᵀF/N), solves CovLasso
+for category i exactly (:mod:`theory.covlasso`) and returns
+
+* ``support``: the categories j ≠ i with θ_j ≠ 0 (the neural dependencies of c_i);
+* ``theta``: θ*(λ) (θ_i = −1), ``coefficients``: θ_j on the support (f_i ≈ Σ_j θ_j f_j);
+* ``err``: err_i(θ) = θᵀCovθ = E[(θᵀf)²] (ND Sec 2.2), ``rel_err`` = err/Cov_ii, ``floor`` = err_i(θ*(0))
+  and ``lambda_max``;
+* given logits and ``labels``: the Table 1 metrics with the replaced logit f̂_i = Σ_{j≠i} θ_j f_j
+  (:func:`replaced_logit_metrics`).
+
+Between networks (ND Sec 2.4): the target is category i of a second network g, the predictors are
+the other logits of f: f̃ = (f_1, …, f_{i−1}, g_i, f_{i+1}, …, f_n) and Cov = E[f̃ f̃ᵀ], built from the
+cross second moment by :func:`mixed_cov` (pass ``g=`` logits to :func:`dependencies`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from theory.covlasso import covlasso, resolve_lambda
+from theory.dependency import error_floor
+from theory.validate import as_covariance, as_float_array, check_index
+
+
+@dataclasses.dataclass
+class Dependencies:
+    """What :func:`dependencies` found for target category ``i`` (see the module doc)."""
+
+    i: int
+    lam: float
+    lambda_max: float
+    theta: np.ndarray
+    support: np.ndarray
+    coefficients: np.ndarray
+    err: float
+    rel_err: float
+    floor: float
+    cov_ii: float
+    metrics: dict | None = None
+
+
+def mixed_cov(cov_f, cross_fg, g_sq: float, i: int) -> np.ndarray:
+    """Cov of f̃ = (f_1, …, g_i, …, f_n) (ND Sec 2.4) from second moments.
+
+    ``cov_f`` = E[f fᵀ] (n × n), ``cross_fg`` = E[f g_i] (n,) or the whole E[f gᵀ] (n × m, column i is
+    used), ``g_sq`` = E[g_i²]. Row/column i become E[f_j g_i] and the diagonal entry E[g_i²].
+    """
+    c = as_covariance(cov_f, "cov_f")
+    n = c.shape[0]
+    i = check_index(i, n)
+    x = as_float_array(cross_fg, "cross_fg")
+    if x.ndim == 2:
+        if x.shape[0] != n:
+            raise ValueError(f"cross_fg: expected {n} rows (the categories of f), got shape {x.shape}")
+        x = x[:, check_index(i, x.shape[1], "i (column of cross_fg)")]
+    if x.shape != (n,):
+        raise ValueError(f"cross_fg: expected shape ({n},) or ({n}, m), got {x.shape}")
+    g_sq = float(g_sq)
+    if not np.isfinite(g_sq) or g_sq < 0:
+        raise ValueError(f"g_sq: E[g_i^2] must be finite and >= 0, got {g_sq}")
+    m = c.copy()
+    m[:, i] = x
+    m[i, :] = x
+    m[i, i] = g_sq
+    return as_covariance(m, "mixed cov (f with f_i replaced by g_i)")
+
+
+def mixed_logits(F, G, i: int) -> np.ndarray:
+    """f̃ = F with column i replaced by G[:, i] (ND Sec 2.4)."""
+    F = as_float_array(F, "logits", ndim=2)
+    G = as_float_array(G, "g", ndim=2)
+    if G.shape[0] != F.shape[0]:
+        raise ValueError(f"g: must have the same samples as the logits ({F.shape[0]}), got {G.shape[0]}")
+    i = check_index(i, F.shape[1])
+    check_index(i, G.shape[1], "i (category of g)")
+    out = F.copy()
+    out[:, i] = G[:, i]
+    return out
+
+
+def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
+    """ND Tab 1 metrics for category ``i`` with the replaced logit f̂_i = Σ_{j≠i} θ_j F[:, j].
+
+    ``F``: predictor logits (N × n); ``evaluated``: the network whose accuracy is measured with column i
+    replaced (default ``F``; between networks, g's logits). Returns abs_err = mean|t_i − f̂_i| (t_i the
+    evaluated network's logit i), rel_err = abs_err / mean|t_i| (the paper does not define its Rel Err;
+    this is the ratio of mean absolute values), acc / orig_acc (argmax accuracy over all samples with
+    and without the replacement) and pos_acc / orig_pos_acc (on the samples of class i).
+    """
+    F = as_float_array(F, "logits", ndim=2)
+    N, n = F.shape
+    i = check_index(i, n)
+    E = F if evaluated is None else as_float_array(evaluated, "evaluated logits", ndim=2)
+    if E.shape[0] != N:
+        raise ValueError(f"evaluated logits: expected {N} samples, got {E.shape[0]}")
+    y = np.asarray(labels)
+    if y.shape != (N,):
+        raise ValueError(f"labels: expected shape ({N},), got {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"labels: must be integers, got dtype {y.dtype}")
+    if y.min() < 0 or y.max() >= E.shape[1]:
+        raise ValueError(f"labels: must lie in [0, {E.shape[1]}), got range [{y.min()}, {y.max()}]")
+    th = np.asarray(theta, float)
+    if th.shape != (n,):
+        raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
+    rest = np.delete(np.arange(n), i)
+    pred = F[:, rest] @ th[rest]
+    target = E[:, i]
+    abs_err = float(np.mean(np.abs(target - pred)))
+    scale = float(np.mean(np.abs(target)))
+    R = E.copy()
+    R[:, i] = pred
+    pos = y == i
+    orig_hit = E.argmax(1) == y
+    hit = R.argmax(1) == y
+    return {
+        "abs_err": abs_err,
+        "rel_err": abs_err / scale if scale > 0 else float("inf"),
+        "acc": float(hit.mean()),
+        "orig_acc": float(orig_hit.mean()),
+        "pos_acc": float(hit[pos].mean()) if pos.any() else float("nan"),
+        "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else float("nan"),
+        "n_pos": int(pos.sum()),
+    }
+
+
+def dependencies(cov_or_logits, i: int, lam: float | None = None, *, rho: float | None = None,
+                 kind: str = "auto", labels=None, g=None) -> Dependencies:
+    """The neural dependencies of category ``i`` (ND Def 1 via Eq 2); λ absolute or ``rho=`` relative.
+
+    ``kind``: "cov" (a covariance), "logits" (N × n raw logits), or "auto" (logits when ``labels`` or
+    ``g`` is given or the array is not square, else a covariance). ``g``: the logits of a second
+    network (N × m, m > i): between-network mode, target g_i, predictors f_j (j ≠ i) (ND Sec 2.4);
+    with ``labels`` the metrics are then g's accuracy with g_i replaced.
+    """
+    x = as_float_array(cov_or_logits, "cov_or_logits" if kind == "auto" else kind, ndim=2)
+    if kind not in ("auto", "cov", "logits"):
+        raise ValueError(f"kind must be 'auto', 'cov' or 'logits', got {kind!r}")
+    if kind == "auto":
+        kind = "logits" if (labels is not None or g is not None or x.shape[0] != x.shape[1]) else "cov"
+    if kind == "cov":
+        if labels is not None or g is not None:
+            raise ValueError("labels= and g= need the raw logits (kind='logits'), not a covariance")
+        cov = as_covariance(x)
+        F = None
+    else:
+        F = x
+        if F.shape[0] < 2:
+            raise ValueError(f"logits: need at least 2 samples, got {F.shape[0]}")
+        if g is not None:
+            F = mixed_logits(F, g, i)
+        cov = F.T @ F / F.shape[0]
+        cov = as_covariance(0.5 * (cov + cov.T))
+    n = cov.shape[0]
+    if n < 2:
+        raise ValueError(f"need at least 2 categories (n = {n} has no other logit to predict from)")
+    i = check_index(i, n)
+    lam_v = resolve_lambda(cov, i, lam, rho)
+    theta = covlasso(cov, i, lam_v)
+    rest = np.delete(np.arange(n), i)
+    support = rest[theta[rest] != 0]
+    err = float(theta @ cov @ theta)
+    cii = float(cov[i, i])
+    metrics = None
+    if labels is not None:
+        metrics = replaced_logit_metrics(F, labels, i, theta,
+                                         evaluated=None if g is None else as_float_array(g, "g", ndim=2))
+    return Dependencies(
+        i=i, lam=lam_v, lambda_max=2.0 * float(np.abs(cov[rest, i]).max()), theta=theta, support=support,
+        coefficients=theta[support], err=max(err, 0.0), rel_err=max(err, 0.0) / cii if cii > 0 else float("nan"),
+        floor=float(error_floor(cov)[i]), cov_ii=cii, metrics=metrics,
+    )
