@@ -157,6 +157,17 @@ def run_experiment(config: dict, device="cpu", progress: bool = False, data_mode
     """
     cfg = validate_config(config)
     data = make_data_model(cfg) if data_model is None else data_model
+    if data_model is not None:
+        from sims.multiview.data import DataModel
+
+        if not isinstance(data_model, DataModel):
+            raise ValueError(f"data_model {type(data_model).__name__} does not satisfy the DataModel protocol "
+                             f"(needs d, P, n_coarse, n_fine, sigma_zeta, iota, sample, dictionary, coarse_of_fine, "
+                             f"common_of_coarse, sub_of_fine)")
+        for key in ("batch", "n_test"):
+            if cfg[key] % data.n_fine:
+                raise ValueError(f"config key {key!r} = {cfg[key]} must be a multiple of the data model's "
+                                 f"{data.n_fine} fine classes")
     dtype = getattr(torch, cfg["dtype"])
     c_b = resolved_c_b(cfg)
     t0 = time.perf_counter()
@@ -200,7 +211,7 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
     from sims.cache import cached
 
     cfg = validate_config(config)
-    params = {"version": 1, "config": cfg, "device": str(device)}
+    params = {"version": 2, "config": cfg, "device": str(device)}
     res = cached("fg_experiment", params,
                  lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
     return json.loads(res["json"])

@@ -110,7 +110,7 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
             F = net(tb.X)
             sc = F if labels == "coarse" else coarse_scores(F, cof, data.n_coarse)
             err = float(mistakes(sc, tb.y_coarse).float().mean())
-            ferr = float(mistakes(F, tb.y_fine).float().mean()) if labels == "fine" else float("nan")
+            ferr = float(mistakes(F, tb.y_fine).float().mean()) if labels == "fine" else None
         return err, ferr
 
     def growth():
@@ -123,7 +123,7 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
                               "growth_common", "growth_sub")}
     bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step", disable=None if progress else True,
                leave=False)
-    loss = float("nan")
+    loss = None  # no batch seen before step 0
     for t in bar:
         if t % eval_every == 0 or t == steps:
             e, fe = evaluate(test_easy)
@@ -131,7 +131,7 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
             gc, gs = growth()
             for key, v in zip(curves, (t, loss, e, h, fe, fh, gc, gs)):
                 curves[key].append(v)
-            bar.set_postfix(loss=f"{loss:.3g}", easy=f"{e:.2f}", hard=f"{h:.2f}")
+            bar.set_postfix(loss=f"{loss:.3g}" if loss is not None else "-", easy=f"{e:.2f}", hard=f"{h:.2f}")
         if t == steps:
             break
         b = data.sample(batch, hard=False, train=True, generator=generator, device=device, dtype=dtype)
@@ -151,6 +151,6 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
     gc, gs = curves["growth_common"][-1], curves["growth_sub"][-1]
     final = {"train_loss": final_loss, "easy_err": curves["easy_err"][-1], "hard_err": curves["hard_err"][-1],
              "fine_easy_err": curves["fine_easy_err"][-1], "fine_hard_err": curves["fine_hard_err"][-1],
-             "growth_common": gc, "growth_sub": gs, "growth_ratio": gc / gs if gs > 0 else float("inf"),
+             "growth_common": gc, "growth_sub": gs, "growth_ratio": gc / gs if gs > 0 else None,
              "lucky_common": n_lc, "lucky_sub": n_ls, **resp}
     return {"curves": curves, "final": final}

@@ -295,7 +295,7 @@ def growth_ratio(ctx, planted):
 
 @check("fg.activation_scale", equation="Eq 10–11", kind="sim",
        tolerance="common/subclass response ratio ≥ 2 at the largest k and increasing in k; common response "
-                 "∝ (log d)^γ with γ ∈ [0.5, 1.5]",
+                 "increasing in d and ∝ (log d)^γ with γ ∈ [0.5, 1.5]",
        tolerance_reason="Θ(log d) read as an exponent 1 ± 0.5 in log d over d ∈ 100..400 (log d 4.6..6.0); the "
                         "subclass response vanishing read as at least a factor 2 below the common one",
        negative_control="the impartial representation of t = 0 claimed at the end (ratio within 1 ± 0.25)",
@@ -307,20 +307,26 @@ def activation_scale(ctx, planted):
     ratio_k = [sw["by_k"][k]["coarse_response_common_lucky"] / max(sw["by_k"][k]["coarse_response_sub_lucky"], 1e-12)
                for k in ks]
     level = [sw["by_d"][d]["coarse_response_common_lucky"] for d in ds]
+    level_all = [sw["by_d"][d]["coarse_response_common_all"] for d in ds]
     gamma = _loglog_slope(np.log(ds), level)
+    gamma_all = _loglog_slope(np.log(ds), level_all)
+    monotone = bool(all(np.diff(level) > 0))
     if planted:
         hold = abs(ratio_k[-1] - 1) <= 0.25
     else:
-        hold = ratio_k[-1] >= 2 and all(np.diff(ratio_k) > 0) and 0.5 <= gamma <= 1.5
+        hold = ratio_k[-1] >= 2 and all(np.diff(ratio_k) > 0) and 0.5 <= gamma <= 1.5 and monotone
     finding = None
     if not planted and not hold:
-        finding = (f"the common/subclass response ratio grows with k ({', '.join(f'{r:.2f}' for r in ratio_k)} at "
-                   f"k = {list(ks)}), but the common-feature response of the lucky neurons does not scale like log d: "
-                   f"{', '.join(f'{v:.3f}' for v in level)} at d = {list(ds)} (γ = {gamma:.2f}); in our regime neurons "
-                   f"outside S⁽⁰⁾(v) also learn the feature, so Eq 7 (lucky neurons dominate) fails and the Θ(log d) "
-                   f"margin is carried by the whole class")
-    return Result(measured={"ratio at k": [round(r, 2) for r in ratio_k], "gamma (log d exponent)": round(gamma, 2)},
-                  expected="ratio ≥ 2 and increasing; γ ∈ [0.5, 1.5]", holds=bool(hold), finding=finding,
+        finding = (f"the common/subclass response ratio of the lucky neurons at k = {list(ks)} is "
+                   f"{', '.join(f'{r:.2f}' for r in ratio_k)} (Eq 11's imbalance grows with k), but the common-feature "
+                   f"response does not grow like log d: lucky neurons {', '.join(f'{v:.3f}' for v in level)} at "
+                   f"d = {list(ds)} (γ = {gamma:.2f}, {'monotone' if monotone else 'not monotone'}; one seed, "
+                   f"≤ 8 lucky neurons per feature), whole class {', '.join(f'{v:.2f}' for v in level_all)} "
+                   f"(γ = {gamma_all:.2f}). At a fixed number of steps the margin is set by the loss reached, not by "
+                   f"log d; and neurons outside S⁽⁰⁾(v) carry most of the response (Eq 7 does not hold here)")
+    return Result(measured={"ratio at k": [round(r, 2) for r in ratio_k], "gamma (log d exponent)": round(gamma, 2),
+                            "response vs d": [round(v, 3) for v in level]},
+                  expected="ratio ≥ 2 and increasing; response increasing in d with γ ∈ [0.5, 1.5]", holds=bool(hold), finding=finding,
                   details={"k": list(ks), "d": list(ds), "common response (lucky) vs d": level,
                            "all-neuron common response vs d": [sw["by_d"][d]["coarse_response_common_all"]
                                                                for d in ds],
