@@ -59,7 +59,7 @@ def _columns_forward(f, x, tangents: torch.Tensor, chunk=None) -> torch.Tensor:
     """J_f(x) T for tangents (K, *x.shape) → (d, K)."""
     push = vmap(lambda t: jvp(f, (x,), (t,))[1].reshape(-1))
     cols = [push(tangents[a:b]) for a, b in _chunks(tangents.shape[0], chunk)]
-    return torch.cat(cols, 0).T
+    return torch.cat(cols, 0).T.detach()
 
 
 def _rows_reverse(f, x, chunk=None) -> torch.Tensor:
@@ -68,7 +68,7 @@ def _rows_reverse(f, x, chunk=None) -> torch.Tensor:
     d = y.numel()
     eye = torch.eye(d, dtype=y.dtype, device=y.device).reshape(d, *y.shape)
     rows = [vmap(lambda c: pull(c)[0].reshape(-1))(eye[a:b]) for a, b in _chunks(d, chunk)]
-    return torch.cat(rows, 0)
+    return torch.cat(rows, 0).detach()
 
 
 def jacobian(f: Callable, x: torch.Tensor, mode: str = "auto", chunk_size: int | None = None) -> torch.Tensor:
@@ -221,7 +221,7 @@ def subnetwork_jacobians(blocks: Sequence[Callable], x: torch.Tensor, idx=None, 
             h = feats[j]
             cols.append(t[:, sample].reshape(b - a, -1).T)
         out.append(cols)
-    return [torch.cat([c[j] for c in out], 1) for j in range(len(blocks))]
+    return [torch.cat([c[j] for c in out], 1).detach() for j in range(len(blocks))]
 
 
 def subnetwork_ranks(blocks: Sequence[Callable], x: torch.Tensor, eps: float | None = None, idx=None,

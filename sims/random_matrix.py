@@ -310,3 +310,58 @@ def mp_sample_eigenvalues(N: int, d: int, trials: int, rng: np.random.Generator)
         s = np.linalg.svd(rng.standard_normal((N, d)), compute_uv=False)
         out.append(s**2 / N)
     return np.concatenate(out)
+
+
+# ----------------------------------------------------------------------------- cached experiments
+
+def lyapunov_data(ns, L: int, trials: int, seed: int = 0, dist: str = "gaussian") -> dict:
+    """Unsorted per-layer exponents for each n in ``ns`` ("spec_<n>": (trials, n)), cached on disk."""
+    from sims.cache import cached
+
+    params = {"version": 1, "ns": [int(n) for n in ns], "L": int(L), "trials": int(trials), "seed": int(seed),
+              "dist": dist}
+    return cached("rd_lyapunov", params, lambda: {
+        f"spec_{n}": lyapunov_spectrum(int(n), int(L), dist, trials, seed + i, sort=False) for i, n in enumerate(ns)})
+
+
+def centralization_data(n: int, checkpoints, dists, trials: int, seed: int = 0) -> dict:
+    """Benettin sums (trials, len(checkpoints), n) per distribution ("sums_<dist>"), cached on disk."""
+    from sims.cache import cached
+
+    cp = [int(c) for c in checkpoints]
+    params = {"version": 1, "n": int(n), "cp": cp, "dists": list(dists), "trials": int(trials), "seed": int(seed)}
+
+    def compute():
+        out = {"checkpoints": np.array(cp)}
+        for i, d in enumerate(dists):
+            out[f"sums_{d}"] = benettin_sums(n, cp, d, trials, seed + 17 * i)
+        return out
+
+    return cached("rd_centralization", params, compute)
+
+
+def top_singular_data(ns, depths, trials: int, seed: int = 0) -> dict:
+    """log‖J_L ⋯ J_1‖₂ for Gaussian layers ("log_top_<n>": (trials, len(depths))), cached on disk."""
+    from sims.cache import cached
+
+    params = {"version": 1, "ns": [int(n) for n in ns], "depths": [int(d) for d in depths], "trials": int(trials),
+              "seed": int(seed)}
+    return cached("rd_top_singular", params, lambda: {
+        f"log_top_{n}": log_top_singular(int(n), depths, "gaussian", trials, seed + i) for i, n in enumerate(ns)})
+
+
+def mp_rank_data(cases, trials: int, seed: int = 0) -> dict:
+    """Monte Carlo Rank_ε for each case (N, d, eps, signal_rank, theta): "ranks_<i>", "top_<i>"; cached."""
+    from sims.cache import cached
+
+    cs = [[int(c[0]), int(c[1]), float(c[2]), int(c[3]), float(c[4])] for c in cases]
+    params = {"version": 1, "cases": cs, "trials": int(trials), "seed": int(seed)}
+
+    def compute():
+        out = {}
+        for i, (N, d, e, r, th) in enumerate(cs):
+            o = mc_numerical_rank(N, d, e, trials, seed + i, r, th)
+            out[f"ranks_{i}"], out[f"top_{i}"] = o["ranks"], o["top"]
+        return out
+
+    return cached("rd_mp", params, compute)

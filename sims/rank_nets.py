@@ -109,3 +109,122 @@ def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float6
     else:
         raise ValueError(f"component: one of {COMPONENTS}, got {name!r}")
     return m.to(dtype)
+
+
+# ----------------------------------------------------------------------------- cached experiments
+
+def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, seed: int = 0) -> dict:
+    """RD Fig 3 / Thm 3: PCA dimension and Jacobian rank before and after each component.
+
+    Gaussian inputs (batch, C, hw, hw); a random FC layer of C·hw² units first ("we plug those components
+    into a simple fully-connected layer"), then the component. PCA dimension: eigenvalues of the feature
+    covariance ≥ 1.19e−7 × N × λ_max over ``batch`` samples (RD Sec 4.3). Jacobian rank: per-sample
+    Jacobian of sample 0 (float32 rule), the other ``jac_batch − 1`` samples held fixed (BatchNorm
+    couples them). Cached on disk.
+    """
+    from sims.cache import cached
+    from sims.jacobian import subnetwork_ranks
+    from theory.rank import pca_dim
+
+    params = {"version": 1, "C": channels, "B": batch, "BJ": jac_batch, "hw": hw, "seed": seed,
+              "components": list(COMPONENTS)}
+
+    def compute():
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(batch, channels, hw, hw, generator=g, dtype=torch.float64)
+        fc = component("fc", channels, hw, g)
+        with torch.no_grad():
+            h = fc(x)
+        out = {"pca_input": pca_dim(x.reshape(batch, -1).numpy()),
+               "pca_before": pca_dim(h.reshape(batch, -1).numpy()), "ambient": channels * hw * hw}
+        for name in COMPONENTS:
+            comp = component(name, channels, hw, g)
+            with torch.no_grad():
+                y = comp(h)
+            r = subnetwork_ranks([fc, comp], x[:jac_batch], chunk_size=128)
+            out[f"pca_after_{name}"] = pca_dim(y.reshape(batch, -1).numpy())
+            out[f"rank_before_{name}"], out[f"rank_after_{name}"] = r
+        return out
+
+    return cached("rd_structural", params, compute)
+
+
+def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, orthogonal: bool = False,
+                seed: int = 0) -> dict:
+    """RD Fig 1 d–f: ranks of J_{F_L} = W_L ⋯ W_1 and PCA dimensions of F_L(x) for a linear MLP.
+
+    ``depth`` dense layers n → n with N(0, 1/n) weights (``orthogonal=True``: Haar orthogonal weights,
+    the negative control), ``samples`` Gaussian inputs, everything in float32 as in the paper, singular
+    values/eigenvalues in float64. Ranks with the float32 rule ε = 1.19e−7 × n (Jacobian: σ_k ≥ ε σ_1;
+    features: λ_k ≥ ε λ_max of the covariance). Stop rule of Sec 4.3: a draw stops when max|J_L| < 1.19e−7.
+    Returns arrays (draws, len(depths)) with −1 after a stop.
+    """
+    import numpy as np
+
+    from sims.cache import cached
+    from theory.rank import FLOAT32_EPS, float32_eps_rule, rank_from_singular_values
+
+    ds = list(range(1, depth + 1)) if depths is None else [int(d) for d in depths]
+    params = {"version": 1, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
+              "orthogonal": orthogonal, "seed": seed}
+
+    def compute():
+        eps = float32_eps_rule(n)
+        jr = -np.ones((draws, len(ds)), dtype=np.int64)
+        fr = -np.ones((draws, len(ds)), dtype=np.int64)
+        maxabs = np.zeros((draws, len(ds)))
+        stop = np.full(draws, depth + 1)
+        for dr in range(draws):
+            g = torch.Generator().manual_seed(seed * 1000 + dr)
+            x = torch.randn(samples, n, generator=g, dtype=torch.float32)
+            j = torch.eye(n, dtype=torch.float32)
+            for layer in range(1, depth + 1):
+                if orthogonal:
+                    q, r = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
+                    w = (q * torch.sign(torch.diagonal(r))).float()
+                else:
+                    w = torch.randn(n, n, generator=g, dtype=torch.float32) / np.sqrt(n)
+                j = w @ j
+                x = x @ w.T
+                if float(j.abs().max()) < FLOAT32_EPS:
+                    stop[dr] = layer
+                    break
+                if layer in ds:
+                    c = ds.index(layer)
+                    jd = j.double().numpy()
+                    s = np.sqrt(np.clip(np.linalg.eigvalsh(jd.T @ jd), 0, None))
+                    jr[dr, c] = rank_from_singular_values(s, eps)
+                    xd = x.double().numpy()
+                    xd = xd - xd.mean(0)
+                    lam = np.clip(np.linalg.eigvalsh(xd.T @ xd / (samples - 1)), 0, None)
+                    fr[dr, c] = rank_from_singular_values(lam, eps)
+                    maxabs[dr, c] = float(j.abs().max())
+        return {"depths": np.array(ds), "jac_rank": jr, "feat_dim": fr, "max_abs": maxabs, "stop": stop,
+                "eps": eps}
+
+    return cached("rd_mlp50", params, compute)
+
+
+def rd_settings(quick: bool) -> dict:
+    """Sizes of every RD experiment, shared by the checks (verify/checks/rd.py) and figures (paper_figs/rd.py),
+    so a figure reads the cached result its check computed."""
+    if quick:
+        return {
+            "lyap": {"ns": [4, 16], "L": 500, "trials": 8},
+            "top": {"ns": [4, 16], "depths": [50, 200, 500], "trials": 8},
+            "cent": {"n": 16, "checkpoints": list(range(20, 301, 20)), "trials": 16},
+            "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 64, 0.3, 0, 0.0), (200, 100, 0.3, 1, 3.0)],
+                   "trials": 400},
+            "si": {"channels": 4, "batch": 800, "jac_batch": 8},
+            "mlp": {"n": 100, "depth": 50, "draws": 3, "samples": 200, "depths": None},
+        }
+    return {
+        "lyap": {"ns": [4, 16, 64], "L": 2000, "trials": 8},
+        "top": {"ns": [4, 16, 64], "depths": [100, 500, 2000], "trials": 8},
+        "cent": {"n": 32, "checkpoints": list(range(20, 601, 20)), "trials": 16},
+        "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 128, 0.01, 0, 0.0), (256, 128, 0.3, 0, 0.0),
+                         (400, 200, 0.3, 1, 3.0), (400, 200, 0.2, 1, 2.0)], "trials": 2000},
+        "si": {"channels": 16, "batch": 5000, "jac_batch": 8},
+        "mlp": {"n": 1000, "depth": 50, "draws": 3, "samples": 2000,
+                "depths": [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50]},
+    }

@@ -119,3 +119,11 @@ def test_marchenko_pastur():
     assert R.spiked_top_singular(3.0, 0.5) > 1 + np.sqrt(0.5)
     with pytest.raises(ValueError):
         R.mp_cdf(1.0, 1.5)
+
+
+def test_pca_dim_methods_agree():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2000, 6)) @ np.diag([1, 1, 0.1, 1e-2, 1e-5, 0]) @ rng.standard_normal((6, 30))
+    assert R.pca_dim(x, method="svd") == R.pca_dim(x, method="cov") == 4
+    with pytest.raises(ValueError):
+        R.pca_dim(x, method="qr")
