@@ -211,7 +211,7 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
     from sims.cache import cached
 
     cfg = validate_config(config)
-    params = {"version": 2, "config": cfg, "device": str(device)}
+    params = {"version": 3, "config": cfg, "device": str(device)}
     res = cached("fg_experiment", params,
                  lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
     return json.loads(res["json"])

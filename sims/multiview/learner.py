@@ -59,11 +59,11 @@ class TwoLayerReLU:
     def eq17_delta(self, X: torch.Tensor, y: torch.Tensor, eta: float) -> tuple[torch.Tensor, torch.Tensor]:
         """ΔW of FG Eq 17 as one batched expression; also returns F (for the loss)."""
         N, P, d = X.shape
-        Z = self.preactivations(X)
-        F = torch.relu(Z).reshape(N, P, self.C, self.m).sum(dim=(1, 3))
+        A = torch.relu_(self.preactivations(X))  # σ(Z), in place: the step is memory-bound beside its 2 GEMMs
+        F = A.view(N, P, self.C, self.m).sum(dim=(1, 3))
         G = torch.nn.functional.one_hot(y, self.C).to(X.dtype) - torch.softmax(F, dim=1)  # (N, C)
-        M = (Z > 0).to(X.dtype).reshape(N, P, self.C, self.m) * G[:, None, :, None]
-        dW = (eta / N) * (M.reshape(N * P, self.C * self.m).T @ X.reshape(N * P, d))
+        M = A.sign_().view(N, P, self.C, self.m).mul_(G[:, None, :, None])  # σ′(Z) ⊙ G, in place
+        dW = torch.mm(M.view(N * P, self.C * self.m).T, X.reshape(N * P, d)).mul_(eta / N)
         return dW.reshape(self.C, self.m, d), F
 
     def step(self, X: torch.Tensor, y: torch.Tensor, eta: float) -> float:
