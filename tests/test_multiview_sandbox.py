@@ -1,0 +1,67 @@
+"""The sandbox: the README example of docs/fg.md runs as written, and the shipped sandbox data models behave."""
+import re
+from pathlib import Path
+
+import torch
+
+from sims.multiview import LabelNoise, SharedSubclass, ThreeLevel, run_experiment
+from sims.multiview.data import COMMON, MIDDLE, DataModel
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "fg.md"
+
+
+def _example_code() -> str:
+    text = DOC.read_text()
+    section = text.split("## Sandbox a new data model", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert blocks, "docs/fg.md: no python block under 'Sandbox a new data model'"
+    return blocks[0]
+
+
+def test_readme_sandbox_example_runs(capsys):
+    code = _example_code()
+    assert 15 <= len(code.strip().splitlines()) <= 30
+    ns = {}
+    exec(compile(code, str(DOC), "exec"), ns)
+    assert isinstance(ns["data"], DataModel)
+    s = ns["result"]["summary"]
+    assert 0 <= s["coarse_hard_err"] <= 1 and 0 <= s["fine_hard_err"] <= 1
+    assert "coarse_easy_err" in capsys.readouterr().out
+
+
+def test_shared_subclass_features():
+    dm = SharedSubclass(30, 8, 3.0, 4, shared=2)
+    sub = dm.sub_of_fine()
+    assert sub[0] == sub[4] and sub[1] == sub[5] and sub[2] != sub[6]
+    assert len(set(sub.tolist())) == 8 - 2 and isinstance(dm, DataModel)
+
+
+def test_three_level_has_middle_patches_and_leaf_labels():
+    dm = ThreeLevel(40, 12, 2.0, 3, k2=2)
+    g = torch.Generator().manual_seed(0)
+    b = dm.sample(24, generator=g)
+    h = dm.sample(24, hard=True, generator=g)
+    assert dm.n_fine == 12 and (b.kinds == MIDDLE).any() and (h.kinds == MIDDLE).any()
+    assert not (h.kinds == COMMON).any()
+    assert torch.equal(b.y_coarse, b.y_fine // 6)
+
+
+def test_label_noise_flips_only_training_labels():
+    dm = LabelNoise(30, 8, 3.0, 2, flip=0.3)
+    g = torch.Generator().manual_seed(0)
+    clean = dm.sample(400, generator=g)
+    assert torch.equal(clean.y_coarse, clean.y_fine // 2)
+    noisy = dm.sample(400, train=True, generator=g)
+    true = torch.arange(4).repeat_interleave(100) // 2
+    rate = float((noisy.y_coarse != true).float().mean())
+    assert 0.2 < rate < 0.4
+    assert torch.equal(noisy.y_coarse, noisy.y_fine // 2)
+
+
+def test_sandbox_models_train_through_run_experiment():
+    tiny = {"d": 40, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20, "lucky": 2.0, "steps": 10, "batch": 8,
+            "n_test": 16, "eval_every": 10}
+    for extra in ({"model": "shared_subclass", "shared": 1}, {"model": "three_level", "k2": 2},
+                  {"model": "label_noise", "flip": 0.2}):
+        r = run_experiment({**tiny, **extra})
+        assert set(r["summary"]) >= {"coarse_hard_err", "fine_hard_err", "hard_gap"}
