@@ -29,6 +29,19 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+def _blas_single_thread():
+    """Inside a prange region BLAS/LAPACK must run single-threaded: OpenBLAS called from an OpenMP
+    parallel region warns that it may hang, and nested threads oversubscribe the cores anyway.
+    threadpoolctl (installed with scikit-learn) does it; without it, nothing is changed."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 DISTS = {"gaussian": 0, "relu": 1, "orthogonal_diag": 2, "heavy_tailed": 3, "orthogonal": 4}
 
 
@@ -155,7 +168,8 @@ def benettin_sums(n: int, checkpoints, dist: str = "gaussian", trials: int = 8, 
     if cp.size == 0 or np.any(cp < 1) or np.any(np.diff(cp) <= 0):
         raise ValueError(f"checkpoints: must be increasing depths >= 1, got {checkpoints!r}")
     seeds = np.array([_trial_seed(int(seed), t) for t in range(trials)], dtype=np.int64)
-    return _benettin_kernel(n, code, trials, seeds, cp, 64 * n * np.finfo(float).eps)
+    with _blas_single_thread():
+        return _benettin_kernel(n, code, trials, seeds, cp, 64 * n * np.finfo(float).eps)
 
 
 def lyapunov_spectrum(n: int, L: int, dist: str = "gaussian", trials: int = 8, seed: int = 0,
@@ -212,7 +226,8 @@ def log_top_singular(n: int, depths, dist: str = "gaussian", trials: int = 8, se
     if d.size == 0 or np.any(d < 1) or np.any(np.diff(d) <= 0):
         raise ValueError(f"depths: must be increasing depths >= 1, got {depths!r}")
     seeds = np.array([_trial_seed(int(seed), t) for t in range(trials)], dtype=np.int64)
-    return _top_kernel(n, code, trials, seeds, d)
+    with _blas_single_thread():
+        return _top_kernel(n, code, trials, seeds, d)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -287,7 +302,8 @@ def mc_numerical_rank(N: int, d: int, eps: float, trials: int = 1000, seed: int 
     if gram and e < 1e-6:
         raise ValueError(f"method='gram' squares σ and loses half the digits: needs eps >= 1e-6, got {e}")
     seeds = np.array([_trial_seed(int(seed), t) for t in range(trials)], dtype=np.int64)
-    ranks, tops = _mc_rank_kernel(N, d, e, seeds, r, float(theta), gram)
+    with _blas_single_thread():
+        ranks, tops = _mc_rank_kernel(N, d, e, seeds, r, float(theta), gram)
     return {"ranks": ranks, "top": tops}
 
 

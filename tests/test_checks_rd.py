@@ -28,3 +28,11 @@ def test_rd_check(cid, tmp_path):
 def test_structural_finding_names_batchnorm(tmp_path):
     out = run_quick("rd.structural_impetus", tmp_path=tmp_path)
     assert out.measured["bn"] is False and "bn" in out.finding
+
+
+@pytest.mark.parametrize("fid", ["rd.fig1_mlp50", "rd.fig3_structural", "rd.lyapunov_spectrum", "rd.marchenko_pastur"])
+def test_rd_figures_draw(fid, tmp_path):
+    from paper_figs import registry as figreg
+
+    out = figreg.render(figreg.discover()[fid], tmp_path, quick=True)
+    assert out["png"].stat().st_size > 10_000 and out["pdf"].exists()

@@ -96,11 +96,11 @@ def partial_rank(ctx, planted):
     for p in (2, 3, 4):
         idx = J.patch_indices((c, hw, hw), p)
         u = x[0].reshape(-1)[torch.as_tensor(idx)]
-        jg = torch.func.jacrev(lambda v: f(J.pad(v, idx, x.shape[1:])))(u).reshape(-1, len(idx))
+        jg = torch.func.jacrev(lambda v: f(J.pad(v, idx, x.shape[1:])))(u).reshape(-1, len(idx)).detach()
         jpad_full = J.jacobian(f, J.pad(u, idx, x.shape[1:]))
         # Eq 5: J_{f∘ψ}(u) = Sub(J_f(ψ(u))); planted: Sub(J_f(x))
         ref = full[:, idx] if planted else jpad_full[:, idx]
-        err = max(err, float((jg.detach() - ref).abs().max()))
+        err = max(err, float((jg - ref).abs().max()))
         for mode in ("forward", "reverse"):
             err = max(err, float((J.partial_jacobian(f, x[0], idx, at="padded", mode=mode) - jg).abs().max()))
     # Lemma 2: |Rank(f1) − Rank(f2∘f1)| ≥ |Rank Sub(f1) − Rank Sub(f2∘f1)| for f1 = F_k, f2 = next block
