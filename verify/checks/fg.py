@@ -238,6 +238,10 @@ def coarse_training(ctx, planted):
                             "hard_err": fin["hard_err"]},
                   expected="loss ≤ 0.05, easy ≤ 0.05, hard ≥ 0.15", holds=bool(hold),
                   details={"k": k, "d": res["config"]["d"], "c_b": res["c_b"], "sweep mean at k": pt,
+                           "regime (paper condition vs ours)": mv.regime_table(
+                               res["config"]["d"], res["config"]["P"], res["config"]["s"], k,
+                               res["config"]["m_coarse"], res["config"]["m_fine"], res["config"]["lucky"],
+                               res["config"]["noise_norm"], res["config"]["sigma0"], res["config"]["eta"]),
                            "rows": rows, "steps": res["config"]["steps"]})
 
 
@@ -320,7 +324,8 @@ def activation_scale(ctx, planted):
         finding = (f"the common/subclass response ratio of the lucky neurons at k = {list(ks)} is "
                    f"{', '.join(f'{r:.2f}' for r in ratio_k)} (Eq 11's imbalance grows with k), but the common-feature "
                    f"response does not grow like log d: lucky neurons {', '.join(f'{v:.3f}' for v in level)} at "
-                   f"d = {list(ds)} (γ = {gamma:.2f}, {'monotone' if monotone else 'not monotone'}; one seed, "
+                   f"d = {list(ds)} (γ = {gamma:.2f}, {'monotone' if monotone else 'not monotone'}; "
+                   f"mean of {len(sw['seeds'])} seed(s), "
                    f"≤ 8 lucky neurons per feature), whole class {', '.join(f'{v:.2f}' for v in level_all)} "
                    f"(γ = {gamma_all:.2f}). At a fixed number of steps the margin is set by the loss reached, not by "
                    f"log d; and neurons outside S⁽⁰⁾(v) carry most of the response (Eq 7 does not hold here)")
