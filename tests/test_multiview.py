@@ -150,3 +150,8 @@ def test_sim_command_writes_curves_and_figures(tmp_path):
     assert main(["sim", "multiview", "--config", str(bad), "--out", str(out)]) == 2
     bad.write_text("P = 4\ns = 6.0\n")
     assert main(["sim", "multiview", "--config", str(bad), "--out", str(out)]) == 2
+
+
+def test_granularity_sweep_needs_both_trainings():
+    with pytest.raises(ValueError, match="coarse and fine"):
+        granularity_sweep({**TINY, "trainings": ["coarse"]}, ks=(2,), ds=(), seeds=(0,))

@@ -235,6 +235,9 @@ def sweep_settings(quick: bool) -> dict:
 def sweep_points(base_config: dict, ks, ds, seeds) -> list[dict]:
     """The points of the granularity sweep: k ∈ ks at the base d, and d ∈ ds at the largest k; × seeds."""
     base = validate_config(base_config)
+    if sorted(base["trainings"]) != ["coarse", "fine"]:
+        raise ValueError(f"granularity_sweep compares coarse and fine training: trainings must be both, "
+                         f"got {base['trainings']}")
     ks, ds, seeds = list(ks), list(ds), list(seeds)
     if not ks or not seeds:
         raise ValueError("granularity_sweep needs at least one k and one seed")
