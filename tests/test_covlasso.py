@@ -208,3 +208,25 @@ def test_dependencies_bad_input():
         dependencies(F, 0, rho=0.1, g=F[:10])
     with pytest.raises(ValueError, match="labels"):
         replaced_logit_metrics(F, np.full(50, 9), 0, -np.eye(6)[0])
+
+
+def test_ties_and_duplicate_categories():
+    # exact ties: equicorrelated Cov (every category joins at λ_max at once) and an integer Cov
+    n = 12
+    c = 0.5 * np.eye(n) + 0.5 * np.ones((n, n))
+    for rho in (0.0, 0.1, 0.5, 0.9):
+        th = covlasso(c, 0, rho=rho)
+        assert th[0] == -1.0 and kkt_violation(c, 0, rho * 1.0, th) <= 1e-12
+    c = np.array([[4, 2, 2, 1], [2, 4, 1, 2], [2, 1, 4, 2], [1, 2, 2, 4]], float)
+    for i in range(4):
+        p = covlasso_path(c, i)
+        assert all(kkt_violation(c, i, lam, t) <= 1e-12 for lam, t in zip(p.breakpoints, p.coefs))
+    # duplicated / linearly dependent categories: singular Cov, the solution is not unique but the KKT holds
+    rng = np.random.default_rng(8)
+    F = rng.standard_normal((200, 8))
+    F = np.c_[F, F[:, 2], F[:, 2] + F[:, 3], -F[:, 5]]
+    c = gram(F)
+    for i in range(c.shape[0]):
+        for rho in (0.0, 1e-3, 0.1, 0.5):
+            th = covlasso(c, i, rho=rho)
+            assert th[i] == -1.0 and kkt_violation(c, i, rho * _lmax(c, i), th) <= 1e-9

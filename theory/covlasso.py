@@ -91,11 +91,32 @@ def _chol_solve(L, k, rhs, out):
         for q in range(r):
             s -= L[r, q] * out[q]
         out[r] = s / L[r, r]
-    for r in range(k - 1, -1, -1):
-        s = out[r]
-        for q in range(r + 1, k):
-            s -= L[q, r] * out[q]
-        out[r] = s / L[r, r]
+    for r in range(k - 1, -1, -1):  # Lᵀx = y by columns of Lᵀ = rows of L (contiguous)
+        x = out[r] / L[r, r]
+        out[r] = x
+        for q in range(r):
+            out[q] -= L[r, q] * x
+
+
+@njit(cache=True)
+def _gemv_rows(cov, act, k, coef, out):
+    """out = Σ_p coef[p]·cov[act[p], :] (= Ĉov_{:,A}·coef by symmetry), four rows per pass over ``out``."""
+    n = cov.shape[1]
+    for j in range(n):
+        out[j] = 0.0
+    p = 0
+    while p + 4 <= k:
+        d0, d1, d2, d3 = coef[p], coef[p + 1], coef[p + 2], coef[p + 3]
+        r0, r1, r2, r3 = cov[act[p]], cov[act[p + 1]], cov[act[p + 2]], cov[act[p + 3]]
+        for j in range(n):
+            out[j] += d0 * r0[j] + d1 * r1[j] + d2 * r2[j] + d3 * r3[j]
+        p += 4
+    while p < k:
+        dp = coef[p]
+        r0 = cov[act[p]]
+        for j in range(n):
+            out[j] += dp * r0[j]
+        p += 1
 
 
 @njit(cache=True)
@@ -107,13 +128,9 @@ def _refresh(cov, i, mu, act, sgn, k, L, t, c, work, rhs):
     _chol_solve(L, k, rhs, work)
     for p in range(k):
         t[act[p]] = work[p]
+    _gemv_rows(cov, act, k, work, c)
     for j in range(n):
-        c[j] = cov[j, i]
-    for p in range(k):
-        tp = work[p]
-        row = cov[act[p]]
-        for j in range(n):
-            c[j] -= tp * row[j]
+        c[j] = cov[j, i] - c[j]
     for p in range(k):
         c[act[p]] = mu * sgn[p]
     c[i] = 0.0
@@ -174,13 +191,7 @@ def _homotopy(cov, i, mu_stop, record, max_steps):
                 status = 1
                 break
             _chol_solve(L, k, sgn, d)
-            for j in range(n):
-                a[j] = 0.0
-            for p in range(k):
-                dp = d[p]
-                row = cov[act[p]]
-                for j in range(n):
-                    a[j] += dp * row[j]
+            _gemv_rows(cov, act, k, d, a)  # a = Ĉov_{:,A} d: the correlations move by −γ·a
             gamma = mu - mu_stop
             event = 0
             who = -1

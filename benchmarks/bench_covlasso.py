@@ -1,0 +1,174 @@
+"""Benchmark: CovLasso for every category of a classifier-like model, three ways, in one run (ND Eq 2, App. C).
+
+Logits F = Z W + noise (N = 50 000 samples, n = 1000 categories, rank 150, noise 0.05 of the signal),
+scaled so that the paper's setting, sklearn ``Lasso(alpha=2.5, max_iter=50000)`` i.e. λ = 2α = 5,
+gives supports of about 150 (the scale is found by bisection with our solver and printed).
+
+  (a) the paper's pipeline: sklearn ``Lasso`` on the raw logits, one category at a time (≥ 3; 1 with --quick);
+  (b) sklearn ``lars_path_gram`` on the covariance (exact homotopy in Python + LAPACK), ≥ 20 categories;
+  (c) ours: the covariance once (one GEMM) + ``covlasso_all`` for all 1000 categories (numba, prange).
+
+Prints per-category times, the ratios, the KKT violation of every answer (units λ_max(i), ND Eq 7)
+and whether our supports equal (b)'s. numba compile time is excluded (warm-up on a small problem).
+
+    python benchmarks/bench_covlasso.py [--quick] [--n-sklearn K] [--n-lars M]
+"""
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+from theory.covlasso import covlasso, covlasso_all, kkt_violation
+
+LAM = 5.0  # the paper's alpha = 2.5 for ResNets (App. C), λ = 2α
+
+
+def make_logits(N, n, rank, noise, seed=0):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((N, rank))
+    W = rng.standard_normal((rank, n)) / np.sqrt(rank)
+    F = Z @ W
+    F += noise * rng.standard_normal((N, n))
+    return F
+
+
+def covariance(F):
+    """Cov = FᵀF/N (uncentred second moment, ND Eq 2) with one symmetric rank-k update (BLAS syrk)."""
+    from scipy.linalg.blas import dsyrk
+
+    C = dsyrk(1.0 / F.shape[0], F, trans=1, lower=0)  # Fortran order: F is C-contiguous, so Fᵀ is F-contiguous
+    C = np.triu(C) + np.triu(C, 1).T
+    return np.ascontiguousarray(C)
+
+
+def calibrate(C, target=150, cats=range(0, 1000, 100)):
+    """Scale s (logits × s, Cov × s²) so that the median support at λ = 5 is about ``target``.
+
+    Support(Cov·s², λ) = support(Cov, λ/s²), so bisect on λ' = λ/s² with the raw kernel (no validation).
+    """
+    from theory.covlasso import _homotopy
+
+    cats = [i for i in cats if i < C.shape[0]]
+
+    def med(lam):
+        return np.median([np.count_nonzero(_homotopy(C, i, lam / 2, False, 10**6)[0]) - 1 for i in cats])
+
+    lo, hi = 1e-8 * np.abs(C).max(), 2 * np.abs(C).max()  # support grows as λ' decreases
+    for _ in range(40):
+        mid = np.sqrt(lo * hi)
+        if med(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return np.sqrt(LAM / np.sqrt(lo * hi))
+
+
+def kkt(C, i, theta):
+    return kkt_violation(C, i, LAM, theta)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="one sklearn Lasso category instead of three")
+    ap.add_argument("--n-sklearn", type=int, default=None)
+    ap.add_argument("--n-lars", type=int, default=20)
+    ap.add_argument("--N", type=int, default=50_000)
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--rank", type=int, default=150)
+    args = ap.parse_args()
+    n_sk = args.n_sklearn if args.n_sklearn is not None else (1 if args.quick else 3)
+    from sklearn.linear_model import Lasso, lars_path_gram
+
+    # warm-up: compile / load the numba kernels (excluded from the timings)
+    w = np.random.default_rng(1).standard_normal((50, 8))
+    covlasso_all(w.T @ w / 50, rho=0.3)
+    covlasso(w.T @ w / 50, 0, rho=0.3)
+
+    t = time.perf_counter()
+    F = make_logits(args.N, args.n, args.rank, 0.05)
+    t_gen = time.perf_counter() - t
+    C0 = covariance(F)
+    s = calibrate(C0)
+    F *= s
+    print(f"logits: N={args.N}, n={args.n}, rank {args.rank} + noise 0.05, scaled by {s:.4g} so that λ = {LAM:g} "
+          f"(sklearn alpha = {LAM / 2:g}) gives supports ≈ 150  (generated in {t_gen:.1f} s)")
+    ev = np.linalg.eigvalsh(C0 * s * s)
+    print(f"Cov eigenvalues: max {ev[-1]:.3g}, 150th {ev[-150]:.3g}, min {ev[0]:.3g} (κ = {ev[-1] / ev[0]:.3g})")
+
+    # (c) ours: covariance + all categories
+    t0 = time.perf_counter()
+    C = covariance(F)
+    t_cov = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    Theta = covlasso_all(C, LAM)
+    t_all = time.perf_counter() - t1
+    t_c = t_cov + t_all
+    per_c = t_all / args.n
+    kkt_c = np.array([kkt(C, i, Theta[i]) for i in range(args.n)])
+    sup = (Theta != 0).sum(1) - 1
+    print(f"\n(c) ours: covariance {t_cov:.2f} s + covlasso_all {t_all:.2f} s for {args.n} categories = {t_c:.2f} s "
+          f"total; {per_c * 1e3:.2f} ms per category (solver only), {t_c / args.n * 1e3:.2f} ms incl. covariance")
+    print(f"    supports: median {int(np.median(sup))}, range [{sup.min()}, {sup.max()}]; "
+          f"KKT violation max {kkt_c.max():.2e}, median {np.median(kkt_c):.2e} (units λ_max(i))")
+
+    # (b) lars_path_gram on the covariance
+    rng = np.random.default_rng(2)
+    cats = rng.choice(args.n, size=min(args.n_lars, args.n), replace=False)
+    t_b, same, kkt_b = [], 0, []
+    print(f"\n(b) sklearn lars_path_gram on the covariance, {len(cats)} categories:")
+    for i in cats:
+        rest = np.delete(np.arange(args.n), i)
+        Cr = np.ascontiguousarray(C[np.ix_(rest, rest)])
+        b = C[rest, i].copy()
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            alphas, _, coefs = lars_path_gram(b, Cr, n_samples=1, alpha_min=LAM / 2, method="lasso")
+        dt = time.perf_counter() - t
+        th = np.empty(args.n)
+        th[rest] = coefs[:, -1]
+        th[i] = -1.0
+        t_b.append(dt)
+        kkt_b.append(kkt(C, i, th))
+        eq = np.array_equal(th != 0, Theta[i] != 0)
+        same += eq
+        print(f"    category {i:4d}: {dt * 1e3:7.1f} ms, {len(alphas):4d} breakpoints, support {np.count_nonzero(coefs[:, -1]):4d}, "
+              f"KKT {kkt_b[-1]:.1e}, ours KKT {kkt_c[i]:.1e}, same support: {eq}, "
+              f"max|Δθ| {np.abs(th - Theta[i]).max():.1e}")
+    per_b = float(np.median(t_b))
+    print(f"    median {per_b * 1e3:.1f} ms per category; supports equal to ours: {same}/{len(cats)}")
+
+    # (a) sklearn Lasso on the raw logits (the paper's pipeline)
+    print(f"\n(a) sklearn Lasso(alpha={LAM / 2:g}, max_iter=50000, fit_intercept=False) on the raw logits, {n_sk} categories:")
+    t_a, kkt_a = [], []
+    for i in cats[:n_sk]:
+        rest = np.delete(np.arange(args.n), i)
+        X = np.asfortranarray(F[:, rest])
+        y = F[:, i].copy()
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = Lasso(alpha=LAM / 2, max_iter=50_000, fit_intercept=False).fit(X, y)
+        dt = time.perf_counter() - t
+        th = np.empty(args.n)
+        th[rest] = m.coef_
+        th[i] = -1.0
+        t_a.append(dt)
+        kkt_a.append(kkt(C, i, th))
+        print(f"    category {i:4d}: {dt:7.2f} s, {m.n_iter_} iterations, support {np.count_nonzero(m.coef_)}, "
+              f"KKT {kkt_a[-1]:.1e} (= {kkt_a[-1] * 2 * np.abs(C[rest, i]).max() / (LAM / 2):.2%} of λ/2), "
+              f"same support as ours: {np.array_equal(th != 0, Theta[i] != 0)}")
+        del X
+    per_a = float(np.median(t_a))
+
+    print("\nper category (median)        time        vs ours (solver only)   vs ours (incl. covariance)")
+    print(f"  (a) sklearn Lasso, logits  {per_a * 1e3:10.1f} ms  {per_a / per_c:12.0f}x  {per_a / (t_c / args.n):16.0f}x")
+    print(f"  (b) lars_path_gram, Cov    {per_b * 1e3:10.2f} ms  {per_b / per_c:12.1f}x  {per_b / (t_c / args.n):16.1f}x")
+    print(f"  (c) ours, covlasso_all     {per_c * 1e3:10.3f} ms  {1:12.0f}x  {per_c / (t_c / args.n):16.2f}x")
+    print(f"all {args.n} categories: (c) {t_c:.2f} s; (b) would take {per_b * args.n:.0f} s; (a) {per_a * args.n / 3600:.1f} h")
+    print(f"KKT violation (units λ_max): (a) max {max(kkt_a):.1e}, (b) max {max(kkt_b):.1e}, (c) max {kkt_c.max():.1e}")
+
+
+if __name__ == "__main__":
+    main()
