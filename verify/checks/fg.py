@@ -58,8 +58,8 @@ def data_model(ctx, planted):
     dm = HierarchicalMultiView(d, P, s, k, iota=0.1, iota_lower=0.25, iota_upper=0.5, noise_norm=0.5,
                                hard_noise_norm=2.0, dictionary="random", dictionary_seed=3)
     g = ctx.torch_generator("data")
-    easy = dm.sample(n, hard=False, generator=g, dtype=torch.float64)
-    hard = dm.sample(n, hard=True, generator=g, dtype=torch.float64)
+    easy = dm.sample(n, hard=False, generator=g, device=ctx.device, dtype=torch.float64)
+    hard = dm.sample(n, hard=True, generator=g, device=ctx.device, dtype=torch.float64)
     V = dm.dictionary(dtype=torch.float64)
     z, exact = {}, {}
 
@@ -70,7 +70,7 @@ def data_model(ctx, planted):
 
     exp_counts = mv.expected_counts(P, s)
     exp_sub = s * (1 - s / P) if planted else exp_counts["subclass"]
-    ke, kh = easy.kinds.numpy(), hard.kinds.numpy()
+    ke, kh = easy.kinds.cpu().numpy(), hard.kinds.cpu().numpy()
     zscore("easy common patches per sample", (ke == COMMON).sum(1), exp_counts["common"])
     zscore("easy subclass patches per sample", (ke == SUBCLASS).sum(1), exp_sub)
     zscore("hard subclass patches per sample", (kh == SUBCLASS).sum(1), exp_sub)
@@ -80,11 +80,11 @@ def data_model(ctx, planted):
     exact["one big-noise patch per hard sample with a noise patch"] = bool(
         np.all((kh == BIG_NOISE).sum(1) == has_noise.astype(int)))
     # projections on the features: α ~ U[1−ι, 1+ι] plus ⟨ζ, v⟩ ~ N(0, σ_ζ²)
-    Xe, Xh = easy.X.numpy(), hard.X.numpy()
+    Xe, Xh = easy.X.cpu().numpy(), hard.X.cpu().numpy()
     Vn = V.numpy()
     com_idx = dm.common_of_coarse().numpy()
     sub_idx = dm.sub_of_fine().numpy()
-    yc, yf = easy.y_coarse.numpy(), easy.y_fine.numpy()
+    yc, yf = easy.y_coarse.cpu().numpy(), easy.y_fine.cpu().numpy()
     sz2 = dm.sigma_zeta ** 2
     rows, cols = np.nonzero(ke == COMMON)
     a = np.einsum("nd,nd->n", Xe[rows, cols], Vn[com_idx[yc[rows]]])
@@ -94,7 +94,7 @@ def data_model(ctx, planted):
     a = np.einsum("nd,nd->n", Xe[rows, cols], Vn[sub_idx[yf[rows]]])
     zscore("subclass patch ⟨x, v_{y,c}⟩ (mean α = 1)", a, 1.0)
     rows, cols = np.nonzero(kh == FEATURE_NOISE)
-    ych = hard.y_coarse.numpy()
+    ych = hard.y_coarse.cpu().numpy()
     a = np.einsum("nd,nd->n", Xh[rows, cols], Vn[com_idx[1 - ych[rows]]])
     zscore("feature-noise ⟨x, v_{−y}⟩ (mean α′ = (ι_l + ι_u)/2)", a, 0.375)
     exact["α′ within [ι_lower, ι_upper] (± 6σ_ζ)"] = bool(a.min() >= 0.25 - 6 * dm.sigma_zeta and
@@ -129,9 +129,9 @@ def sgd_update(ctx, planted):
     for d, P, k, lab in settings:
         dm = HierarchicalMultiView(d, P, 3.0, k, noise_norm=0.5)
         C = 2 if lab == "coarse" else 2 * k
-        net = TwoLayerReLU(C, 40 if lab == "coarse" else 12, d, sigma0=0.3, c_b=0.05, generator=g,
+        net = TwoLayerReLU(C, 40 if lab == "coarse" else 12, d, sigma0=0.3, c_b=0.05, generator=g, device=ctx.device,
                            dtype=torch.float64)
-        b = dm.sample(4 * 2 * k, generator=g, dtype=torch.float64)
+        b = dm.sample(4 * 2 * k, generator=g, device=ctx.device, dtype=torch.float64)
         y = b.y_coarse if lab == "coarse" else b.y_fine
         eta = 0.05
         ref = net.autograd_delta(b.X, y, eta)
@@ -150,9 +150,9 @@ def sgd_update(ctx, planted):
         # Eq 18 after one step
         b_old, W_old = net.b.clone(), net.W.clone()
         net.step(b.X, y, eta)
-        dw_np = (net.W - W_old).numpy()
-        expect_b = b_old.numpy() - np.sqrt((dw_np ** 2).sum(axis=2)) / math.log(d) ** 5
-        rb = float(np.abs(net.b.numpy() - expect_b).max() / np.abs(expect_b).max())
+        dw_np = (net.W - W_old).cpu().numpy()
+        expect_b = b_old.cpu().numpy() - np.sqrt((dw_np ** 2).sum(axis=2)) / math.log(d) ** 5
+        rb = float(np.abs(net.b.cpu().numpy() - expect_b).max() / np.abs(expect_b).max())
         worst, worst_bias = max(worst, rel), max(worst_bias, rb)
         cases.append({"d": d, "P": P, "k": k, "labels": lab, "relative error ΔW": rel,
                       "active fraction": active, "bias rule error": rb})
@@ -183,14 +183,14 @@ def init_geometry(ctx, planted):
         if m is None:
             m = int(round(60 / pred["q_lo"]))
             pred = (mv.lucky_set_sizes_planted if planted else mv.lucky_set_sizes)(m, d, c_b)
-        V = torch.eye(d)
+        V = torch.eye(d, device=ctx.device)
         chunk = max(2, min(m, 4_000_000 // d))
-        S = torch.zeros(d)
-        S_star = torch.zeros(d)
+        S = torch.zeros(d, device=ctx.device)
+        S_star = torch.zeros(d, device=ctx.device)
         done = 0
         while done < m:  # two classes per chunk: the learner's own initialisation (Eq 14, w⁽⁰⁾ ~ N(0, σ₀² I))
             mm = min(chunk, m - done)
-            net = TwoLayerReLU(2, mm, d, sigma0=0.01, c_b=c_b, generator=g)
+            net = TwoLayerReLU(2, mm, d, sigma0=0.01, c_b=c_b, generator=g, device=ctx.device)
             S += lucky_mask(net.W, V, 0.01, c_b, d).sum(dim=1)[0]
             S_star += lucky_mask(net.W, V, 0.01, c_b, d, exclusive=True).sum(dim=1)[0]
             done += mm
@@ -340,20 +340,21 @@ def activation_scale(ctx, planted):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def linear_vs_relu(P: int, n: int, generator, d=100, s=3.0, k=8, noise_norm=0.5, iota=0.1, theta=0.5, chunk=None):
+def linear_vs_relu(P: int, n: int, generator, d=100, s=3.0, k=8, noise_norm=0.5, iota=0.1, theta=0.5, chunk=None,
+                   device="cpu"):
     """Easy-sample errors of the ideal linear model and of the ideal thresholded ReLU model (FG B.2 remark).
 
     linear: F_y = Σ_p ⟨u_y, x_p⟩, u_y = v_y + Σ_c v_{y,c}; ReLU: F_y = Σ_p Σ_{v ∈ {v_y, v_{y,c}}} σ(⟨v, x_p⟩ − θ).
     A mistake is F_y ≤ F_{−y} (ties count)."""
     dm = HierarchicalMultiView(d, P, s, k, iota=iota, noise_norm=noise_norm)
-    V = dm.dictionary(dtype=torch.float32)
+    V = dm.dictionary(device=device, dtype=torch.float32)
     feats = [torch.cat([dm.common_of_coarse()[y:y + 1], dm.sub_of_fine()[dm.coarse_of_fine() == y]]) for y in (0, 1)]
     U = torch.stack([V[f].sum(0) for f in feats])  # (2, d)
     chunk = chunk or max(2 * k, (2_000_000 // (P * d)) // (2 * k) * (2 * k))
     lin_err = relu_err = 0
     done = 0
     while done < n:
-        b = dm.sample(chunk, generator=generator)
+        b = dm.sample(chunk, generator=generator, device=device)
         lin = b.X.sum(1) @ U.T  # (n, 2)
         proj = torch.relu(b.X @ V[:2 + 2 * k].T - theta)  # (n, P, 2 + 2k)
         rel = torch.stack([proj[..., f].sum((1, 2)) for f in feats], 1)
@@ -382,7 +383,7 @@ def linear_fails(ctx, planted):
     d, s, k, nn_, iota = 100, 3.0, 8, 0.5, 0.1
     rows, ok = [], True
     for P in Ps:
-        le, re_, nn = linear_vs_relu(P, n, g, d=d, s=s, k=k, noise_norm=nn_, iota=iota)
+        le, re_, nn = linear_vs_relu(P, n, g, d=d, s=s, k=k, noise_norm=nn_, iota=iota, device=ctx.device)
         cf = mv.linear_error(P, s, k, nn_ / math.sqrt(d), iota, planted=planted)
         se = math.sqrt(max(cf * (1 - cf), 1e-4) / nn)
         good = abs(le - cf) <= 4 * se + 0.01
