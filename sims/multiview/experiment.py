@@ -181,7 +181,7 @@ def run_experiment(config: dict, device="cpu", progress: bool = False, data_mode
     for lab in cfg["trainings"]:
         f = out[lab]["final"]
         for key in ("train_loss", "easy_err", "hard_err", "growth_ratio", "response_common_lucky",
-                    "response_sub_lucky", "response_common_all", "response_sub_all"):
+                    "response_sub_lucky", "response_common_all", "response_sub_all", "margin_easy"):
             summary[f"{lab}_{key}"] = f[key]
     if "fine" in cfg["trainings"]:
         summary["fine_fine_easy_err"] = out["fine"]["final"]["fine_easy_err"]
@@ -211,7 +211,7 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
     from sims.cache import cached
 
     cfg = validate_config(config)
-    params = {"version": 3, "config": cfg, "device": str(device)}
+    params = {"version": 4, "config": cfg, "device": str(device)}
     res = cached("fg_experiment", params,
                  lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
     return json.loads(res["json"])
@@ -281,7 +281,8 @@ def granularity_sweep(base_config: dict, ks, ds, seeds, runner=None, device="cpu
                      "coarse_response_common_lucky": s["coarse_response_common_lucky"],
                      "coarse_response_sub_lucky": s["coarse_response_sub_lucky"],
                      "coarse_response_common_all": s["coarse_response_common_all"],
-                     "coarse_response_sub_all": s["coarse_response_sub_all"]})
+                     "coarse_response_sub_all": s["coarse_response_sub_all"],
+                     "coarse_margin_easy": s["coarse_margin_easy"], "coarse_train_loss": s["coarse_train_loss"]})
     base = validate_config(base_config)
 
     def mean_over(sel):

@@ -148,6 +148,12 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
         final_loss = float(torch.nn.functional.cross_entropy(F, b.y_coarse if labels == "coarse" else b.y_fine))
     with torch.no_grad():
         resp = _responses(net, data, V, lucky, common_m, sub_m, n_patch, generator)
+        # the coarse-task margin F_y − max_{y′≠y} F_{y′} on easy test samples (Eq 10: Θ(log d) at the end)
+        F = net(test_easy.X)
+        sc = F if labels == "coarse" else coarse_scores(F, cof, data.n_coarse)
+        true = sc.gather(1, test_easy.y_coarse[:, None])[:, 0]
+        other = sc.scatter(1, test_easy.y_coarse[:, None], -torch.inf).max(1).values
+        resp["margin_easy"] = float((true - other).mean())
     gc, gs = curves["growth_common"][-1], curves["growth_sub"][-1]
     final = {"train_loss": final_loss, "easy_err": curves["easy_err"][-1], "hard_err": curves["hard_err"][-1],
              "fine_easy_err": curves["fine_easy_err"][-1], "fine_hard_err": curves["fine_hard_err"][-1],

@@ -314,6 +314,8 @@ def activation_scale(ctx, planted):
     level_all = [sw["by_d"][d]["coarse_response_common_all"] for d in ds]
     gamma = _loglog_slope(np.log(ds), level)
     gamma_all = _loglog_slope(np.log(ds), level_all)
+    margin = [sw["by_d"][d]["coarse_margin_easy"] for d in ds]
+    loss = [sw["by_d"][d]["coarse_train_loss"] for d in ds]
     monotone = bool(all(np.diff(level) > 0))
     if planted:
         hold = abs(ratio_k[-1] - 1) <= 0.25
@@ -327,8 +329,11 @@ def activation_scale(ctx, planted):
                    f"d = {list(ds)} (γ = {gamma:.2f}, {'monotone' if monotone else 'not monotone'}; "
                    f"mean of {len(sw['seeds'])} seed(s), "
                    f"≤ 8 lucky neurons per feature), whole class {', '.join(f'{v:.2f}' for v in level_all)} "
-                   f"(γ = {gamma_all:.2f}). At a fixed number of steps the margin is set by the loss reached, not by "
-                   f"log d; and neurons outside S⁽⁰⁾(v) carry most of the response (Eq 7 does not hold here)")
+                   f"(γ = {gamma_all:.2f}). The easy-sample margin F_y − F_(−y) is "
+                   f"{', '.join(f'{v:.2f}' for v in margin)} against log d = "
+                   f"{', '.join(f'{math.log(d):.2f}' for d in ds)}, at train loss {', '.join(f'{v:.3f}' for v in loss)}: "
+                   f"the margin is set by the loss reached in a fixed number of steps (≈ log 1/loss), not by d; and "
+                   f"neurons outside S⁽⁰⁾(v) carry most of the response (Eq 7 does not hold here)")
     return Result(measured={"ratio at k": [round(r, 2) for r in ratio_k], "gamma (log d exponent)": round(gamma, 2),
                             "response vs d": [round(v, 3) for v in level]},
                   expected="ratio ≥ 2 and increasing; response increasing in d with γ ∈ [0.5, 1.5]", holds=bool(hold), finding=finding,
@@ -336,7 +341,9 @@ def activation_scale(ctx, planted):
                            "all-neuron common response vs d": [sw["by_d"][d]["coarse_response_common_all"]
                                                                for d in ds],
                            "all-neuron subclass response vs d": [sw["by_d"][d]["coarse_response_sub_all"]
-                                                                 for d in ds]})
+                                                                 for d in ds],
+                           "easy-sample margin vs d": margin, "log d": [math.log(d) for d in ds],
+                           "coarse train loss vs d": loss})
 
 
 # ---------------------------------------------------------------------------------------------------------------
