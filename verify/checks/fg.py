@@ -332,7 +332,7 @@ def activation_scale(ctx, planted):
                    f"(γ = {gamma_all:.2f}). The easy-sample margin F_y − F_(−y) is "
                    f"{', '.join(f'{v:.2f}' for v in margin)} against log d = "
                    f"{', '.join(f'{math.log(d):.2f}' for d in ds)}, at train loss {', '.join(f'{v:.3f}' for v in loss)}: "
-                   f"the margin is set by the loss reached in a fixed number of steps (≈ log 1/loss), not by d; and "
+                   f"the margin stays where a fixed number of steps leaves the loss, it does not grow with log d; and "
                    f"neurons outside S⁽⁰⁾(v) carry most of the response (Eq 7 does not hold here)")
     return Result(measured={"ratio at k": [round(r, 2) for r in ratio_k], "gamma (log d exponent)": round(gamma, 2),
                             "response vs d": [round(v, 3) for v in level]},
