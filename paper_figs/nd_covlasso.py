@@ -9,6 +9,8 @@ The real-model versions belong to the real-model issue.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from paper_figs.registry import figure
@@ -16,6 +18,21 @@ from sims.nd_models import massive_category_logits
 from sims.spd import gram
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_all, covlasso_path
+
+
+def _one_blas_thread(fn):
+    """Draw with single-threaded BLAS: the matrices are small, where BLAS threads only add synchronisation."""
+
+    @functools.wraps(fn)
+    def wrapper(quick):
+        try:
+            from threadpoolctl import threadpool_limits  # comes with scikit-learn; optional
+        except ImportError:
+            return fn(quick)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(quick)
+
+    return wrapper
 
 
 def _model(quick: bool, seed: int = 0):
@@ -30,6 +47,7 @@ def _model(quick: bool, seed: int = 0):
                 "monotonically from the floor R(Cov, i) = err_i(θ*(0))/Cov_ii (dashed, ND A30–A32) to 1 at "
                 "λ_max = 2‖Cov₋ᵢ,ᵢ‖_∞ (A47). Dots: breakpoints of the piecewise-linear path. Right: support size.",
         checks=("nd.error_path_monotone", "nd.markov_bound"))
+@_one_blas_thread
 def draw_error_path(quick: bool):
     import matplotlib.pyplot as plt
 
@@ -69,6 +87,7 @@ def draw_error_path(quick: bool):
                 "massive-category model at λ = 0.3·λ_max(i). The vertical line is the λ/2 bar of Conj 1: categories "
                 "left of it should have θ_j = 0; red: those that do not (Conj 1 violations).",
         checks=("nd.conjecture1", "nd.screening_rule"))
+@_one_blas_thread
 def draw_fig3(quick: bool):
     import matplotlib.pyplot as plt
 
@@ -97,6 +116,7 @@ def draw_fig3(quick: bool):
                 "the synthetic massive-category model, CovLasso at λ = 0.5·λ_max(i); edge width ∝ |θ_j|, blue "
                 "positive, red negative.",
         checks=("nd.kkt_sparsity",))
+@_one_blas_thread
 def draw_fig4(quick: bool):
     import matplotlib.pyplot as plt
 
@@ -135,6 +155,7 @@ def draw_fig4(quick: bool):
                 "h ∈ R^p (p = 40), as the number of categories n grows past p. σ = 0: R follows (p−n+1)/p (dashed, "
                 "the Beta mean) and is exactly 0 once n > p; logit noise of relative variance σ² lifts the floors to order σ².",
         checks=("nd.massive_categories",))
+@_one_blas_thread
 def draw_massive(quick: bool):
     import matplotlib.pyplot as plt
 

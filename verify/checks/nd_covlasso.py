@@ -8,6 +8,7 @@ and closed forms (:mod:`theory.dependency`) are the independent sides of the com
 """
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -21,6 +22,22 @@ from theory.neural_dependency import dependencies, mixed_cov, mixed_logits
 from verify.registry import Result, check
 
 KKT_TOL = 1e-9  # KKT residual in units of λ_max(i): the exact solver reaches rounding level (~1e-15)
+
+
+def _one_blas_thread(fn):
+    """Run a comparison with single-threaded BLAS: its matrices are small (n ≤ 200), where BLAS threads only
+    add synchronisation (tens of ms per call on a loaded 2-core machine)."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, planted):
+        try:
+            from threadpoolctl import threadpool_limits  # comes with scikit-learn; optional
+        except ImportError:
+            return fn(ctx, planted)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(ctx, planted)
+
+    return wrapper
 
 
 def _split(c: np.ndarray, i: int):
@@ -68,6 +85,7 @@ def _thm_problems(rng, quick: bool):
     negative_control="the paper's printed form P ≤ E/ε (Eq 3), on the same samples and ε grid",
     figures=("nd.error_path",),
 )
+@_one_blas_thread
 def markov_bound(ctx, planted):
     rng = ctx.rng("logits")
     n, p, N = (60, 30, 4000) if ctx.quick else (200, 100, 20000)
@@ -117,6 +135,7 @@ def markov_bound(ctx, planted):
                      "err_i(θ*(λ_max/2)) = Cov_ii must then fail",
     figures=("nd.error_path",),
 )
+@_one_blas_thread
 def error_path_monotone(ctx, planted):
     rng = ctx.rng("cov")
     n, p = (50, 30) if ctx.quick else (200, 120)
@@ -169,6 +188,7 @@ def error_path_monotone(ctx, planted):
                      "ill-conditioned low-rank-plus-noise Cov; 1e-9 leaves room for κ(active block) up to ~1e6",
     negative_control="θ solved on a perturbed covariance (Cov + 1e-3·‖Cov‖·PSD noise), checked against the original KKT",
 )
+@_one_blas_thread
 def kkt_sparsity(ctx, planted):
     rng = ctx.rng("cov")
     count = 8 if ctx.quick else 30
@@ -222,6 +242,7 @@ def kkt_sparsity(ctx, planted):
     negative_control="Eq 9 with ‖A_j‖‖A⁻ᵀb̂‖ replaced by |b̂_j| (the 'nearly orthogonal' approximation that leads "
                      "from Thm 3 to Conj 1)",
 )
+@_one_blas_thread
 def slope_bound(ctx, planted):
     rng = ctx.rng("cov")
     worst, tight, pairs, ident = 0.0, 0.0, 0, 0.0
@@ -266,6 +287,7 @@ def slope_bound(ctx, planted):
     negative_control="Eq 13 with ‖A_j‖‖A⁻ᵀb̂‖ replaced by |b̂_j| (algebraically Conj 1's rule |b̂_j| < λ/2), which "
                      "is not safe",
 )
+@_one_blas_thread
 def screening_rule(ctx, planted):
     rng = ctx.rng("cov")
     fired = viol = zeros = cases = 0
@@ -346,6 +368,7 @@ def _family_matrices(rng, quick: bool):
                      "the worst counterexample",
     negative_control="the converse claim 'θ_j ≠ 0 whenever |E[f_i f_j]| ≥ λ/2' on the same problems, which must fail",
 )
+@_one_blas_thread
 def conjecture1(ctx, planted):
     rng = ctx.rng("families")
     rhos = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -431,6 +454,7 @@ def conjecture1(ctx, planted):
     negative_control="the claim that floors vanish already for n > p/2 (tested at n/p ∈ (1/2, 1])",
     figures=("nd.massive_floors",),
 )
+@_one_blas_thread
 def massive_categories(ctx, planted):
     rng = ctx.rng("W")
     p = 40 if ctx.quick else 120
@@ -490,6 +514,7 @@ def massive_categories(ctx, planted):
     negative_control="solve with the within-network Cov of f (target f_i instead of g_i) and check it against f̃'s "
                      "KKT conditions, λ_max and floor",
 )
+@_one_blas_thread
 def between_networks(ctx, planted):
     rng = ctx.rng("nets")
     n, p, N = (40, 25, 4000) if ctx.quick else (120, 80, 20000)
