@@ -27,6 +27,28 @@ from torch.func import jvp, vjp, vmap
 from theory.rank import float32_eps_rule, numerical_rank
 
 
+class single_threaded:
+    """Context: torch intra-op threads = 1 and single-threaded BLAS/OpenMP, restored on exit.
+
+    For the many small Jacobians of the checks: on a shared 2-core machine, thread pools spin-waiting
+    for descheduled workers make small ops 5–10× slower than one thread.
+    """
+
+    def __enter__(self):
+        from sims.random_matrix import _blas_single_thread
+
+        self._n = torch.get_num_threads()
+        torch.set_num_threads(1)
+        self._blas = _blas_single_thread(None)
+        self._blas.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._blas.__exit__(*exc)
+        torch.set_num_threads(self._n)
+        return False
+
+
 def _check_tensor(x, name="x") -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name}: must be a torch.Tensor, got {type(x).__name__}")

@@ -146,7 +146,13 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
             out[f"rank_before_{name}"], out[f"rank_after_{name}"] = r
         return out
 
-    return cached("rd_structural", params, compute)
+    def compute_single_thread():
+        from sims.jacobian import single_threaded
+
+        with single_threaded():
+            return compute()
+
+    return cached("rd_structural", params, compute_single_thread)
 
 
 def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, orthogonal: bool = False,
@@ -165,7 +171,7 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
     from theory.rank import FLOAT32_EPS, float32_eps_rule, rank_from_singular_values
 
     ds = list(range(1, depth + 1)) if depths is None else [int(d) for d in depths]
-    params = {"version": 1, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
+    params = {"version": 3, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
               "orthogonal": orthogonal, "seed": seed}
 
     def compute():
@@ -175,34 +181,40 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
         maxabs = np.zeros((draws, len(ds)))
         stop = np.full(draws, depth + 1)
         for dr in range(draws):
-            g = torch.Generator().manual_seed(seed * 1000 + dr)
-            x = torch.randn(samples, n, generator=g, dtype=torch.float32)
-            j = torch.eye(n, dtype=torch.float32)
+            # numpy only (float32 sgemm): mixing torch's OpenMP pool with OpenBLAS stalls on a busy machine
+            rng = np.random.default_rng([seed, dr])
+            x = rng.standard_normal((samples, n), dtype=np.float32)
+            j = np.eye(n, dtype=np.float32)
             for layer in range(1, depth + 1):
                 if orthogonal:
-                    q, r = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))
-                    w = (q * torch.sign(torch.diagonal(r))).float()
+                    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+                    w = (q * np.sign(np.diag(r))).astype(np.float32)
                 else:
-                    w = torch.randn(n, n, generator=g, dtype=torch.float32) / np.sqrt(n)
+                    w = rng.standard_normal((n, n), dtype=np.float32) / np.float32(np.sqrt(n))
                 j = w @ j
                 x = x @ w.T
-                if float(j.abs().max()) < FLOAT32_EPS:
+                if float(np.abs(j).max()) < FLOAT32_EPS:
                     stop[dr] = layer
                     break
                 if layer in ds:
                     c = ds.index(layer)
-                    jd = j.double().numpy()
-                    s = np.sqrt(np.clip(np.linalg.eigvalsh(jd.T @ jd), 0, None))
+                    # Gram matrices by float32 GEMM (rounding ~1e-7·λ_max ≪ the 1.19e-4 threshold), spectra in float64
+                    s = np.sqrt(np.clip(np.linalg.eigvalsh((j.T @ j).astype(np.float64)), 0, None))
                     jr[dr, c] = rank_from_singular_values(s, eps)
-                    xd = x.double().numpy()
-                    xd = xd - xd.mean(0)
-                    lam = np.clip(np.linalg.eigvalsh(xd.T @ xd / (samples - 1)), 0, None)
+                    xc = x - x.mean(0)
+                    lam = np.clip(np.linalg.eigvalsh((xc.T @ xc).astype(np.float64) / (samples - 1)), 0, None)
                     fr[dr, c] = rank_from_singular_values(lam, eps)
-                    maxabs[dr, c] = float(j.abs().max())
+                    maxabs[dr, c] = float(np.abs(j).max())
         return {"depths": np.array(ds), "jac_rank": jr, "feat_dim": fr, "max_abs": maxabs, "stop": stop,
                 "eps": eps}
 
-    return cached("rd_mlp50", params, compute)
+    def compute_single_thread():
+        from sims.random_matrix import _blas_single_thread
+
+        with _blas_single_thread(None):
+            return compute()
+
+    return cached("rd_mlp50", params, compute_single_thread)
 
 
 def rd_settings(quick: bool) -> dict:
@@ -212,7 +224,7 @@ def rd_settings(quick: bool) -> dict:
         return {
             "lyap": {"ns": [4, 16], "L": 500, "trials": 8},
             "top": {"ns": [4, 16], "depths": [50, 200, 500], "trials": 8},
-            "cent": {"n": 16, "checkpoints": list(range(20, 301, 20)), "trials": 16},
+            "cent": {"n": 16, "checkpoints": list(range(30, 601, 30)), "trials": 16},
             "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 64, 0.3, 0, 0.0), (200, 100, 0.3, 1, 3.0)],
                    "trials": 400},
             "si": {"channels": 4, "batch": 800, "jac_batch": 8},
@@ -221,10 +233,10 @@ def rd_settings(quick: bool) -> dict:
     return {
         "lyap": {"ns": [4, 16, 64], "L": 2000, "trials": 8},
         "top": {"ns": [4, 16, 64], "depths": [100, 500, 2000], "trials": 8},
-        "cent": {"n": 32, "checkpoints": list(range(20, 601, 20)), "trials": 16},
+        "cent": {"n": 32, "checkpoints": list(range(100, 2001, 100)), "trials": 16},
         "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 128, 0.01, 0, 0.0), (256, 128, 0.3, 0, 0.0),
                          (400, 200, 0.3, 1, 3.0), (400, 200, 0.2, 1, 2.0)], "trials": 2000},
         "si": {"channels": 16, "batch": 5000, "jac_batch": 8},
         "mlp": {"n": 1000, "depth": 50, "draws": 3, "samples": 2000,
-                "depths": [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50]},
+                "depths": [1, 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50]},
     }
