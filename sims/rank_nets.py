@@ -171,7 +171,7 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
     from theory.rank import FLOAT32_EPS, float32_eps_rule, rank_from_singular_values
 
     ds = list(range(1, depth + 1)) if depths is None else [int(d) for d in depths]
-    params = {"version": 3, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
+    params = {"version": 4, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
               "orthogonal": orthogonal, "seed": seed}
 
     def compute():
@@ -198,11 +198,14 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                     break
                 if layer in ds:
                     c = ds.index(layer)
-                    # Gram matrices by float32 GEMM (rounding ~1e-7·λ_max ≪ the 1.19e-4 threshold), spectra in float64
-                    s = np.sqrt(np.clip(np.linalg.eigvalsh((j.T @ j).astype(np.float64)), 0, None))
+                    # float32 values as in the paper, Gram matrices and spectra in float64: a float32 Gram would
+                    # blur σ below √(1e−7)·σ_1 ≈ 3e−4·σ_1, above the 1.19e−4 threshold
+                    jd = j.astype(np.float64)
+                    s = np.sqrt(np.clip(np.linalg.eigvalsh(jd.T @ jd), 0, None))
                     jr[dr, c] = rank_from_singular_values(s, eps)
-                    xc = x - x.mean(0)
-                    lam = np.clip(np.linalg.eigvalsh((xc.T @ xc).astype(np.float64) / (samples - 1)), 0, None)
+                    xc = x.astype(np.float64)
+                    xc -= xc.mean(0)
+                    lam = np.clip(np.linalg.eigvalsh(xc.T @ xc / (samples - 1)), 0, None)
                     fr[dr, c] = rank_from_singular_values(lam, eps)
                     maxabs[dr, c] = float(np.abs(j).max())
         return {"depths": np.array(ds), "jac_rank": jr, "feat_dim": fr, "max_abs": maxabs, "stop": stop,
@@ -228,7 +231,8 @@ def rd_settings(quick: bool) -> dict:
             "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 64, 0.3, 0, 0.0), (200, 100, 0.3, 1, 3.0)],
                    "trials": 400},
             "si": {"channels": 4, "batch": 800, "jac_batch": 8},
-            "mlp": {"n": 100, "depth": 50, "draws": 3, "samples": 200, "depths": None},
+            "mlp": {"n": 200, "depth": 50, "draws": 3, "samples": 400,
+                    "depths": [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50]},
         }
     return {
         "lyap": {"ns": [4, 16, 64], "L": 2000, "trials": 8},
