@@ -31,3 +31,26 @@ def test_symbolic_statements():
     ex = sym.fuzziness_counterexample()
     assert (ex["before"], ex["after"], ex["after_via_claimed_identity"]) == (1, 2, 1)
     assert ex["claimed_pinv"].tolist() == [[1, -1], [-1, 1]] and ex["true_pinv"].tolist() == [[1, 0], [0, 0]]
+
+
+def test_vc_figures_render(tmp_path):
+    from paper_figs import registry as figreg
+
+    figs = figreg.discover()
+    for fid in ("vc.fig7_tables", "vc.fig2_spectra", "vc.training_metrics"):
+        assert fid in figs
+    out = figreg.render(figs["vc.fig7_tables"], tmp_path, quick=True)
+    assert out["png"].stat().st_size > 10_000 and out["pdf"].exists()
+
+
+def test_training_sim_smoke():
+    import numpy as np
+
+    from sims.collapse_training import train_run
+
+    r = train_run("digits", epochs=2, record_every=1, quick=True)
+    assert list(r["epoch"]) == [0, 1, 2]
+    for k in ("train__vci", "test__vci", "train__fuzziness", "test__cosine_similarity", "train__within_vb_perp"):
+        assert np.all(np.isfinite(r[k]))
+    assert np.all((r["train__vci"] >= -1e-12) & (r["train__vci"] <= 1 + 1e-12))
+    assert r["train__accuracy"][-1] > 0.5

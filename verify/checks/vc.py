@@ -417,7 +417,7 @@ def _pinv_b_metric(st, r):
 
 
 @check(
-    "vc.numerical_stability", equation="Sec 4.3", kind="numeric",
+    "vc.numerical_stability", equation="Sec 4.3", kind="numeric", figures=("vc.fig2_spectra",),
     tolerance="fuzziness grows ≥ 1e6× while |ΔVCI| ≤ 1/rank Σ_B and VCI's float32 sensitivity ≤ 1e-4",
     tolerance_reason="shrinking one Σ_B direction by δ multiplies fuzziness by ~δ⁻² (1e10 at δ = 1e-5) but can move "
                      "Tr[Σ_T†Σ_B] by at most 1 (Thm 5.2), i.e. VCI by ≤ 1/r; float32 rounding of the features "
@@ -464,7 +464,7 @@ def numerical_stability(ctx, planted):
 
 # ----------------------------------------------------------------------------------------------------------
 @check(
-    "vc.vb_projection", equation="Fig 1", kind="numeric", tolerance="1e-12 relative",
+    "vc.vb_projection", equation="Fig 1", kind="numeric", figures=("vc.training_metrics",), tolerance="1e-12 relative",
     tolerance_reason="two routes (per-sample projections onto an orthonormal V_B basis vs Tr[P Σ_W] from the K×K "
                      "eigenproblem) differ by rounding only; the parts must also sum to Tr Σ_W",
     negative_control="V_B taken as the span of the top eigenvectors of Σ_W instead of Σ_B",
@@ -506,7 +506,7 @@ def _pearson(a, b):
 
 
 @check(
-    "vc.paper_tables", equation="Eq 6, App C Tables 1–2, Fig 7", kind="numeric",
+    "vc.paper_tables", equation="Eq 6, App C Tables 1–2, Fig 7", kind="numeric", figures=("vc.fig7_tables",),
     tolerance="per row: the first-order effect of the tables' rounding (≈ 7e-4 for MLOG, ≈ 8e-4 for MLO)",
     tolerance_reason="accuracies are printed to 0.01 % and MLO/MLOG to 3/4 decimals; each half-unit propagated "
                      "through d logit(p)/dp = 1/(p(1−p)) bounds the recomputation error row by row",
