@@ -343,7 +343,7 @@ def general_centralization(ctx, planted):
     ok, per = True, {}
     for dist in dists:
         rates, zs, bexp, collapsed = _decay_fit(d[f"sums_{dist}"], cp)
-        good = bool(rates) and all(zs[k] >= 5 and bexp[k] and rates[k] * cp[-1] >= 1.0 for k in rates)
+        good = bool(rates or collapsed) and all(zs[k] >= 5 and bexp[k] and rates[k] * cp[-1] >= 1.0 for k in rates)
         ok &= bool(good)
         ks = sorted(rates)
         per[dist] = {"exponential": bool(good),
