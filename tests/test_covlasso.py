@@ -242,3 +242,20 @@ def test_dead_category_and_paths_above_lambda_max():
     p = covlasso_path(c, 0, lams=[5.0])  # above λ_max = 1: the path is the single point −e_0
     np.testing.assert_array_equal(p.breakpoints, [1.0])
     np.testing.assert_array_equal(p.thetas, [[-1.0, 0.0, 0.0, 0.0]])
+
+
+def test_kkt_violation_all_matches_per_row():
+    from theory.covlasso import kkt_violation_all
+
+    rng = np.random.default_rng(9)
+    c = gram(lowrank_logits(150, 25, 6, 1e-2, rng))
+    A = covlasso_all(c, rho=0.3)
+    v = kkt_violation_all(c, A, rho=0.3)
+    ref = [kkt_violation(c, i, 0.3 * _lmax(c, i), A[i]) for i in range(25)]
+    np.testing.assert_allclose(v, ref, rtol=1e-6, atol=1e-14)  # both are rounding-level at the optimum
+    assert v.max() <= 1e-9
+    B = A.copy()
+    B[3, 7] += 0.1
+    assert kkt_violation_all(c, B, rho=0.3)[3] > 1e-3
+    with pytest.raises(ValueError, match="θ_i"):
+        kkt_violation_all(c, np.zeros((25, 25)), rho=0.3)

@@ -525,3 +525,31 @@ def kkt_violation(cov, i: int, lam: float, theta) -> float:
     r = np.where(on, np.abs(g + half * np.sign(t)), np.maximum(np.abs(g) - half, 0.0))
     lmax = 2.0 * np.abs(c[rest, i]).max()
     return float(r.max() / max(lmax, np.finfo(float).tiny))
+
+
+def kkt_violation_all(cov, Theta, lam=None, *, rho=None) -> np.ndarray:
+    """:func:`kkt_violation` for every row of ``Theta`` (as returned by :func:`covlasso_all`) with one GEMM.
+
+    Row i of Θ·Cov is Ĉovθ̂ − b̂ on j ≠ i because θ_i = −1. ``lam``: one λ for all rows; ``rho``: λ_i = ρ·λ_max(i).
+    Returns the residuals in units of λ_max(i).
+    """
+    c = as_covariance(cov)
+    n = c.shape[0]
+    T = np.asarray(Theta, dtype=float)
+    if T.shape != (n, n):
+        raise ValueError(f"Theta: expected shape ({n}, {n}), got {T.shape}")
+    if not np.all(np.diag(T) == -1.0):
+        raise ValueError("Theta: row i must have θ_i = −1 (rows of covlasso_all)")
+    off = np.abs(c)
+    np.fill_diagonal(off, 0.0)
+    lmax = 2.0 * off.max(axis=0)
+    if (lam is None) == (rho is None):
+        raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
+    half = (np.full(n, float(lam)) if rho is None else float(rho) * lmax) / 2.0
+    if not np.all(np.isfinite(half)) or np.any(half < 0):
+        raise ValueError("lam/rho: must be finite and >= 0")
+    G = T @ c
+    on = T != 0
+    r = np.where(on, np.abs(G + half[:, None] * np.sign(T)), np.maximum(np.abs(G) - half[:, None], 0.0))
+    np.fill_diagonal(r, 0.0)
+    return r.max(axis=1) / np.maximum(lmax, np.finfo(float).tiny)
