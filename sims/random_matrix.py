@@ -326,9 +326,10 @@ def mp_sample_eigenvalues(N: int, d: int, trials: int, rng: np.random.Generator)
     if d > N:
         raise ValueError(f"d = {d} must be <= N = {N}")
     out = []
-    for _ in range(trials):
-        s = np.linalg.svd(rng.standard_normal((N, d)), compute_uv=False)
-        out.append(s**2 / N)
+    with _blas_single_thread():
+        for _ in range(trials):
+            s = np.linalg.svd(rng.standard_normal((N, d)), compute_uv=False)
+            out.append(s**2 / N)
     return np.concatenate(out)
 
 
