@@ -96,9 +96,15 @@ def bench_mc_rank(trials):
     t_np, r = best_of(lambda: rm.mc_numerical_rank_numpy(64, 64, 0.05, trials, np.random.default_rng(2)))
     import numba
 
+    nt = numba.get_num_threads()
+    numba.set_num_threads(1)
+    t_1, _ = best_of(lambda: rm.mc_numerical_rank(64, 64, 0.05, trials=trials, seed=2))
+    numba.set_num_threads(nt)
+
     print(f"(3) Monte Carlo Rank_ε, {trials} trials of 64×64, ε = 0.05 ({numba.get_num_threads()} numba threads)")
     print(f"    numba parallel (Gram + eigvalsh): {t_nb:8.2f} s   numpy / numba = {t_np / t_nb:5.2f}x")
-    print(f"    numba parallel (SVD):             {t_sv:8.2f} s   numpy / numba = {t_np / t_sv:5.2f}x")
+    print(f"    numba, 1 thread (Gram + eigvalsh): {t_1:7.2f} s   parallel speed-up {t_1 / t_nb:4.2f}x on {nt} threads")
+    print(f"    numba parallel (SVD with U, V):   {t_sv:8.2f} s   numpy / numba = {t_np / t_sv:5.2f}x")
     print(f"    numpy loop (SVD, values only):    {t_np:8.2f} s")
     print(f"    mean rank numba {o['ranks'].mean():.2f} / {o2['ranks'].mean():.2f}, numpy {r.mean():.2f}")
 
