@@ -259,3 +259,32 @@ def test_kkt_violation_all_matches_per_row():
     assert kkt_violation_all(c, B, rho=0.3)[3] > 1e-3
     with pytest.raises(ValueError, match="θ_i"):
         kkt_violation_all(c, np.zeros((25, 25)), rho=0.3)
+
+
+def test_stress_extreme_scales_conditioning_and_rank():
+    """κ up to 1e10, scales 1e±8, exactly low-rank and duplicated logits: KKT ≤ 1e-9·λ_max for every category."""
+    from theory.covlasso import kkt_violation_all
+
+    rng = np.random.default_rng(123)
+    for trial in range(60):
+        n = int(rng.integers(2, 60))
+        scale = 10 ** rng.uniform(-8, 8)
+        kind = trial % 4
+        if kind == 0:
+            c = spd_with_condition(n, 10 ** rng.uniform(0, 10), rng, scale=scale)
+        elif kind == 1:
+            r = max(1, int(n * rng.uniform(0.05, 1)))
+            c = scale * gram(lowrank_logits(int(rng.integers(2, 3 * n + 3)), n, r, 10 ** rng.uniform(-8, -1), rng))
+        elif kind == 2:
+            c = scale * gram(lowrank_logits(3 * n, n, max(1, n // 3), 0.0, rng))
+        else:
+            m = max(1, n // 2)
+            F = rng.standard_normal((2 * n + 5, m))
+            F = np.c_[F, F[:, rng.integers(0, m, size=n - m)] * rng.choice([-1.0, 1.0, 2.0], size=n - m)]
+            c = scale * gram(F)
+        if n < 2:
+            continue
+        rho = float(rng.choice([0.0, 1e-6, 1e-3, 0.05, 0.3, 0.9]))
+        A = covlasso_all(c, rho=rho)
+        assert np.all(np.diag(A) == -1.0)
+        assert kkt_violation_all(c, A, rho=rho).max() <= 1e-9, (trial, kind, n, rho)
