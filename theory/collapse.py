@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sps
 
 from theory.validate import as_float_array, check_finite
 
@@ -105,31 +106,56 @@ class ClassStats:
             return self
         if not np.issubdtype(H.dtype, np.number) or np.iscomplexobj(H):
             raise ValueError(f"H: must be a real numeric array, got dtype {H.dtype}")
-        order = np.argsort(y, kind="stable")
-        ys = y[order]
-        X = np.asarray(H[order], dtype=np.float64)  # one float64 copy, rows grouped by class
-        if not np.isfinite(X).all():
-            check_finite(np.asarray(H, dtype=np.float64), "H")  # names the first bad entry in H's own order
-        classes, starts, cnt = np.unique(ys, return_index=True, return_counts=True)
-        # cosine statistics: class sums of the normalised features (zero vectors count as 0)
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        b = H.shape[0]
+        if H.dtype != np.float64:
+            conv = self._buffer("_conv", b)
+            np.copyto(conv, H)  # float32 (or int) features are used in float64
+            H = conv
+        classes, yl, cnt = np.unique(y, return_inverse=True, return_counts=True)
+        m = classes.size
+        # one pass over H for both class sums and class sums of h/‖h‖: a sparse (2m × b) indicator product
+        norms = np.sqrt(np.einsum("ij,ij->i", H, H))
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        unit_b = np.add.reduceat(X * inv[:, None], starts, axis=0)
-        sums = np.add.reduceat(X, starts, axis=0)
+        ind = sps.csr_matrix((np.concatenate([np.ones(b), inv]),
+                              (np.concatenate([yl, yl + m]), np.concatenate([np.arange(b), np.arange(b)]))),
+                             shape=(2 * m, b))
+        both = ind @ H
+        if not np.isfinite(both).all() or not np.isfinite(norms).all():
+            check_finite(H, "H")  # NaN/Inf propagate into the sums: name the first bad entry
+        sums, unit_b = both[:m], both[m:]
         mean_b = sums / cnt[:, None]
-        X -= np.repeat(mean_b, cnt, axis=0)  # centred on the batch's own class means
-        m2_b = X.T @ X
-        self._absorb(classes, cnt, mean_b, m2_b, unit_b)
+        # Chan et al.: the rank-m merge correction Σ_c n_a n_b/(n_a+n_b) δ_c δ_cᵀ rides in the same SYRK as
+        # extra rows √w_c δ_c appended below the centred batch
+        n_a = self.counts[classes].astype(np.float64)
+        old = np.flatnonzero(n_a > 0)
+        X = self._buffer("_work", b + old.size)
+        np.take(mean_b, yl, axis=0, out=X[:b], mode="clip")  # yl is in range: clip only skips the check
+        np.subtract(H, X[:b], out=X[:b])  # centred on the batch's own class means
+        if old.size:
+            w = np.sqrt(n_a[old] * cnt[old] / (n_a[old] + cnt[old]))
+            np.subtract(mean_b[old], self.means[classes[old]], out=X[b:])
+            X[b:] *= w[:, None]
+        m2 = X.T @ X  # SYRK
+        self._absorb(classes, cnt, mean_b, m2, unit_b, corrected=True)
         return self
 
-    def _absorb(self, classes, cnt_b, mean_b, m2_b, unit_b) -> None:
+    def _buffer(self, name: str, b: int) -> np.ndarray:
+        """A (b, p) float64 scratch view of a buffer kept across updates: fresh b×p allocations cost more
+        in page faults than the arithmetic on them. Its size is the largest batch seen, never N."""
+        buf = getattr(self, name, None)
+        if buf is None or buf.shape[0] < b:
+            buf = np.empty((max(b, int(1.1 * b) if buf is not None else b), self.p))
+            setattr(self, name, buf)
+        return buf[:b]
+
+    def _absorb(self, classes, cnt_b, mean_b, m2_b, unit_b, corrected: bool = False) -> None:
         """Chan et al. pairwise merge of (counts, means, pooled centred scatter) for the listed classes."""
         n_a = self.counts[classes].astype(np.float64)
         n_b = cnt_b.astype(np.float64)
         n = n_a + n_b
         delta = mean_b - self.means[classes]
         old = n_a > 0
-        if old.any():
+        if old.any() and not corrected:
             w = np.sqrt(n_a[old] * n_b[old] / n[old])
             D = delta[old] * w[:, None]
             m2_b = m2_b + D.T @ D
@@ -297,6 +323,36 @@ class _Spectra:
         Vr = V[:, :r]
         return np.einsum("ij,ij->j", self.Sw @ Vr, Vr)
 
+    def fuzz_vb(self, r: int) -> tuple[float, float]:
+        """(Tr[Σ_B,r†Σ_W], Tr[P_r Σ_W]) with Σ_B,r† and P_r from the top r eigenpairs of Σ_B.
+
+        For r = K − 1 ≤ p (the paper's rank) no eigendecomposition is needed: the K×K Gram G = MMᵀ has the
+        known null vector q = (√π_k) (Σ_k π_k(μ_k − μ_G) = 0), so G⁺ = (G + qqᵀ)⁻¹ − qqᵀ from one Cholesky,
+        and with A = MΣ_WMᵀ: Tr[Σ_B†Σ_W] = Tr[G⁺AG⁺], Tr[P Σ_W] = Tr[G⁺A] (v_j = Mᵀu_j/s_j). Used when
+        LAPACK's condition estimate of G + qqᵀ is above 1e3·K·ε; otherwise (and for any other r) the
+        eigenpairs are used. Raises if the r-th eigenvalue of Σ_B is not positive.
+        """
+        st = self.st
+        if r == st.K - 1 and st.K <= st.p:
+            q = np.sqrt(st.priors)
+            G = self.M @ self.M.T
+            Gp = G + np.outer(q, q)
+            L, info = sla.lapack.dpotrf(Gp, lower=1, clean=1)
+            if info == 0:
+                rcond, info2 = sla.lapack.dpocon(L, float(np.max(np.sum(np.abs(Gp), axis=0))), uplo="L")
+                if info2 == 0 and rcond > 1e3 * st.K * EPS:
+                    A = self.M @ (self.Sw @ self.M.T)
+                    qAq = float(q @ A @ q)  # zero up to rounding: Mᵀq = 0
+                    Y = sla.cho_solve((L, True), A, check_finite=False)  # Gp⁻¹A
+                    Z = sla.cho_solve((L, True), Y.T, check_finite=False)  # Gp⁻¹AGp⁻¹ (A symmetric)
+                    return float(np.trace(Z)) - qAq, float(np.trace(Y)) - qAq
+        g = self.eig_b()[0]
+        if g[r - 1] <= 0:
+            raise ValueError(f"eigenvalue {r} of Σ_B is {g[r - 1]:.3g} <= 0: Σ_B has rank < {r}; "
+                             "use rank='exact' or a smaller int")
+        w = self.within_on_vb(r)
+        return float(np.sum(w / g[:r])), float(np.sum(w))
+
     def trace_tb(self) -> float:
         """Tr[Σ_T†Σ_B] (VC Thm 5.1, Def 5.3)."""
         if self._trace_tb is None:
@@ -356,14 +412,13 @@ def fuzziness(stats_or_features, labels=None, rank="paper", rtol: float | None =
     """
     st = _as_stats(stats_or_features, labels)
     sp = _Spectra(st)
-    g = sp.eig_b()[0]
-    r = _rank_arg(rank, st, g, rtol)
+    r = _rank_arg(rank, st, sp.eig_b()[0] if rank == "exact" else None, rtol)
     if r == 0:
         raise ValueError("fuzziness: Σ_B is numerically zero (all class means coincide)")
-    if g[r - 1] <= 0:
-        raise ValueError(f"fuzziness: eigenvalue {r} of Σ_B is {g[r - 1]:.3g} <= 0: Σ_B has rank < {r}; "
-                         "use rank='exact' or a smaller int")
-    return float(np.sum(sp.within_on_vb(r) / g[:r]))
+    try:
+        return sp.fuzz_vb(r)[0]
+    except ValueError as exc:
+        raise ValueError(f"fuzziness: {exc}") from None
 
 
 def squared_distance(stats_or_features, labels=None) -> float:
@@ -443,9 +498,8 @@ def vb_split(stats_or_features, labels=None, rank="paper", rtol: float | None = 
     """
     st = _as_stats(stats_or_features, labels)
     sp = _Spectra(st)
-    g = sp.eig_b()[0]
-    r = _rank_arg(rank, st, g, rtol)
-    on = float(np.sum(sp.within_on_vb(r)))
+    r = _rank_arg(rank, st, sp.eig_b()[0] if rank == "exact" else None, rtol)
+    on = sp.fuzz_vb(r)[1]
     total = float(np.trace(sp.Sw))
     return {"within_vb": on, "within_vb_perp": total - on, "trace_sigma_w": total, "rank": r}
 
@@ -465,35 +519,40 @@ def spectra(stats_or_features, labels=None) -> dict:
 
 
 def metrics(stats_or_features, labels=None, rank="paper") -> dict:
-    """Every metric of the paper from one set of factorisations (one Gram eigh, one Cholesky of Σ_T).
+    """Every metric of the paper from one set of factorisations: one Cholesky of Σ_T (with a condition
+    estimate) and, for the paper's rank K − 1 ≤ p, one K×K Cholesky of the deflated Gram matrix — no
+    eigendecomposition unless a matrix is too ill-conditioned for those (or rank="exact").
 
-    Keys: vci, trace_ratio, probe_loss (balanced closed form, Thm 5.1; priors-weighted otherwise),
-    fuzziness, squared_distance, cosine_similarity (d̄_within), class_separation, within_vb, within_vb_perp.
+    Keys: vci, trace_ratio, probe_loss (Thm 5.1; priors-weighted when imbalanced), fuzziness,
+    squared_distance, cosine_similarity (d̄_within), class_separation, within_vb, within_vb_perp, rank,
+    sigma_t_route ("cholesky" or "eigh").
     """
     st = _as_stats(stats_or_features, labels)
     sp = _Spectra(st)
-    g = sp.eig_b()[0]
-    r = _rank_arg(rank, st, g, None)
+    r = _rank_arg(rank, st, sp.eig_b()[0] if rank == "exact" else None, None)
     t = sp.trace_tb()
-    q = sp.within_on_vb(r)
-    if g[r - 1] <= 0:
-        raise ValueError(f"metrics: eigenvalue {r} of Σ_B is {g[r - 1]:.3g} <= 0; use rank='exact'")
+    try:
+        fz, on = sp.fuzz_vb(r)
+    except ValueError as exc:
+        raise ValueError(f"metrics: {exc}") from None
     cd = cosine_distances(st)
+    if cd["d_total"] <= 0:
+        raise ValueError("metrics: d̄_total = 0 (all features point the same way): class separation undefined")
     trw = float(np.trace(sp.Sw))
-    out = {
+    balanced = bool(np.all(st.counts == st.counts[0]))
+    return {
         "vci": 1.0 - t / r,
         "trace_ratio": t,
-        "probe_loss": probe_loss(st) if not np.all(st.counts == st.counts[0]) else -t / (2 * st.K) + 0.5 - 0.5 / st.K,
-        "fuzziness": float(np.sum(q / g[:r])),
-        "squared_distance": trw / float(np.sum(g[g > 0])) if np.any(g > 0) else float("inf"),
+        "probe_loss": -t / (2 * st.K) + 0.5 - 0.5 / st.K if balanced else probe_loss(st),
+        "fuzziness": fz,
+        "squared_distance": trw / float(np.sum(sp.M * sp.M)),
         "cosine_similarity": cd["d_within"],
-        "class_separation": 1.0 - cd["d_within"] / cd["d_total"] if cd["d_total"] > 0 else float("nan"),
-        "within_vb": float(np.sum(q)),
-        "within_vb_perp": trw - float(np.sum(q)),
+        "class_separation": 1.0 - cd["d_within"] / cd["d_total"],
+        "within_vb": on,
+        "within_vb_perp": trw - on,
         "rank": r,
         "sigma_t_route": sp.route,
     }
-    return out
 
 
 def mlog(downstream, pretrain, percent: bool = False) -> np.ndarray | float:

@@ -1,0 +1,85 @@
+"""Benchmark: the full VC metric set from streamed batches against the bare Gram GEMM on the same data.
+
+Workload (issue 4): N = 50 000 features of dimension p = 2048 in K = 1000 balanced classes, fed in batches
+(labels shuffled, so every batch holds almost every class). Anchor, measured in the same run on the same
+float64 batches: Σ_batches Hᵦᵀ Hᵦ (numpy dispatches it to SYRK). Timed for ClassStats: every ``update``
+(class-sorted float64 copy, cosine sums, centring, SYRK, Chan correction) plus ``metrics`` once at the end
+(Σ_T, one Cholesky with condition estimate, one K×K eigh, Σ_W M ᵀ, VCI, fuzziness, squared distance,
+cosine metrics, probe loss, V_B split). Batch generation is not timed.
+
+Peak memory: tracemalloc's peak of the accumulate-and-finish path (numpy reports its buffers to
+tracemalloc), with the input batch subtracted, for two values of N: it depends on p, K and the batch size,
+not on N.
+
+    python benchmarks/bench_collapse.py [N] [p] [K] [batch]
+"""
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from theory.collapse import ClassStats, metrics
+
+
+def batches(N, p, K, b, seed=0):
+    """Deterministic float64 batches: class means of scale 1, anisotropic within-class noise, shuffled labels."""
+    rng = np.random.default_rng(seed)
+    mu = rng.normal(size=(K, p))
+    scale = np.linspace(0.3, 2.0, p)
+    y_all = rng.permutation(np.repeat(np.arange(K), N // K))
+    for s in range(0, len(y_all), b):
+        y = y_all[s:s + b]
+        g = np.random.default_rng([seed, s])
+        yield mu[y] + g.standard_normal((len(y), p)) * scale, y
+
+
+def run(N, p, K, b, measure_memory=False):
+    t_gemm = t_stats = 0.0
+    acc = np.zeros((p, p))
+    st = ClassStats(p, K)
+    peak = 0
+    for H, y in batches(N, p, K, b):
+        t = time.perf_counter()
+        acc += H.T @ H
+        t_gemm += time.perf_counter() - t
+        if measure_memory:
+            tracemalloc.start()
+        t = time.perf_counter()
+        st.update(H, y)
+        t_stats += time.perf_counter() - t
+        if measure_memory:
+            peak = max(peak, tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+    if measure_memory:
+        tracemalloc.start()
+    t = time.perf_counter()
+    m = metrics(st)
+    t_fin = time.perf_counter() - t
+    if measure_memory:
+        peak = max(peak, tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    state = st.scatter_within.nbytes + st.means.nbytes + st.unit_sums.nbytes
+    return t_gemm, t_stats, t_fin, m, peak + state
+
+
+def main(N=50_000, p=2048, K=1000, b=10_000):
+    # warm-up (BLAS threads, first-touch pages)
+    run(2 * K, min(p, 256), K, b)
+    t_gemm, t_stats, t_fin, m, _ = run(N, p, K, b)
+    print(f"VC metric set, N = {N}, p = {p}, K = {K}, batch = {b} (float64)")
+    print(f"  anchor  Σ HᵦᵀHᵦ (SYRK)             {t_gemm:8.2f} s")
+    print(f"  ClassStats.update, all batches     {t_stats:8.2f} s   ratio {t_stats / t_gemm:5.2f}×")
+    print(f"  metrics() at the end               {t_fin:8.2f} s   (Σ_T route: {m['sigma_t_route']})")
+    print(f"  full metric set                    {t_stats + t_fin:8.2f} s   ratio {(t_stats + t_fin) / t_gemm:5.2f}×"
+          f"   (goal ≤ 2×)")
+    print(f"  VCI {m['vci']:.4f}  fuzziness {m['fuzziness']:.4f}  squared distance {m['squared_distance']:.4f}  "
+          f"cosine d̄_within {m['cosine_similarity']:.4f}  probe loss {m['probe_loss']:.4f}")
+    for n in (N // 5, N):
+        *_, peak = run(n, p, K, b, measure_memory=True)
+        print(f"  peak memory (accumulator + temporaries, input batch excluded), N = {n:6d}: {peak / 2**20:7.1f} MiB")
+    print(f"  (one input batch is {b * p * 8 / 2**20:.1f} MiB; the N × p matrix would be {N * p * 8 / 2**20:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main(*[int(a) for a in sys.argv[1:]])
