@@ -1,0 +1,295 @@
+"""Resumable sweeps (verify/sweep.py): resume, failures, SIGKILL mid-run, Dask on loopback, bad input, adapters."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verify import sweep, sweep_experiments
+from verify.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _essence(res_or_dir):
+    """(params, seed, status, result) per point, keyed by point key: what must not depend on where it ran."""
+    res = sweep.load_sweep(res_or_dir) if isinstance(res_or_dir, (str, Path)) else res_or_dir
+    return {r["key"]: (r["params"], r["seed"], r["status"], r.get("result")) for r in res.records}
+
+
+def _parse_all(out: Path) -> int:
+    """Every JSON file of a sweep folder parses; returns how many point files there are."""
+    for f in out.rglob("*.json"):
+        json.loads(f.read_text())
+    return len(list((out / "points").glob("*.json")))
+
+
+# ------------------------------------------------------------------------------------------- points
+def test_expand_grid_zip_fixed_replicates():
+    pts = sweep.expand_points({"grid": {"a": [1, 2], "b": ["u", "v"]}, "zip": {"c": [0, 1], "d": [5, 6]},
+                               "fixed": {"e": 9}, "replicates": 2})
+    assert len(pts) == 2 * 2 * 2 * 2
+    assert pts[0] == {"e": 9, "a": 1, "b": "u", "c": 0, "d": 5, "replicate": 0}
+    assert {(p["c"], p["d"]) for p in pts} == {(0, 5), (1, 6)}  # zipped, not crossed
+    assert sweep.expand_points({"x": [1, 2, 3], "n": 4}) == [{"n": 4, "x": v} for v in (1, 2, 3)]
+    assert sweep.expand_points({"fixed": {"x": 1}, "seeds": [7, 8]}) == [{"x": 1, "replicate": 7},
+                                                                          {"x": 1, "replicate": 8}]
+
+
+def test_seed_depends_on_params_and_sweep_seed_not_on_order():
+    a = sweep.derive_seed(0, "toy", {"x": 1.0, "n": 8})
+    assert a == sweep.derive_seed(0, "toy", {"n": 8, "x": 1.0})
+    assert a != sweep.derive_seed(1, "toy", {"x": 1.0, "n": 8})
+    assert a != sweep.derive_seed(0, "toy", {"x": 2.0, "n": 8})
+    assert 0 <= a < 2**32
+
+
+def test_to_jsonable_converts_numpy_keeps_non_finite_floats():
+    out = sweep.to_jsonable({"a": np.arange(3), "b": np.float32(0.5), "c": np.float64("nan"), 1: (np.int64(2),),
+                             "d": -np.inf})
+    assert math.isnan(out.pop("c"))
+    assert out == {"a": [0, 1, 2], "b": 0.5, "1": [2], "d": -math.inf}
+    assert all(type(v) in (list, float) for v in out.values())
+    assert json.loads(json.dumps(out)) == out
+    with pytest.raises(TypeError, match="not JSON-serialisable"):
+        sweep.to_jsonable({"x": object()})
+
+
+# ------------------------------------------------------------------------------------------- resume
+def test_resume_skips_finished_points_and_extends(tmp_path):
+    out = tmp_path / "s"
+    first = sweep.run_sweep("toy", {"x": [0.5, 1.0, 2.0]}, out, scheduler="local", workers=2, progress=False)
+    assert first.ok and first.ran == 3 and first.skipped == 0
+    files = sorted((out / "points").glob("*.json"))
+    mtimes = [f.stat().st_mtime_ns for f in files]
+    again = sweep.run_sweep("toy", {"x": [0.5, 1.0, 2.0]}, out, scheduler="serial", progress=False)
+    assert again.ran == 0 and again.skipped == 3 and again.ok
+    assert [f.stat().st_mtime_ns for f in files] == mtimes  # not rewritten
+    assert _essence(again) == _essence(first)
+    more = sweep.run_sweep("toy", {"x": [0.5, 1.0, 2.0, 4.0]}, out, scheduler="serial", progress=False)
+    assert more.ran == 1 and more.skipped == 3
+    for name in ("index.json", "summary.csv", "summary.md", "plot.png", "sweep.json"):
+        assert (out / name).stat().st_size > 0, name
+    index = json.loads((out / "index.json").read_text())
+    assert index["counts"] == {"done": 4}
+    assert "| x |" in (out / "summary.md").read_text().replace("| x | n |", "| x |")
+
+
+def test_corrupt_point_file_and_stale_temp_are_redone(tmp_path):
+    out = tmp_path / "s"
+    ref = sweep.run_sweep("toy", {"x": [1.0, 2.0]}, out, scheduler="serial", progress=False)
+    victim = out / "points" / f"{ref.records[0]['key']}.json"
+    victim.write_text('{"status": "do')  # what a non-atomic writer would leave behind
+    (out / "points" / f".{victim.name}.abc.tmp").write_text("partial")
+    res = sweep.run_sweep("toy", {"x": [1.0, 2.0]}, out, scheduler="serial", progress=False)
+    assert res.ran == 1 and res.skipped == 1 and res.ok
+    assert not list((out / "points").glob(".*.tmp"))
+    assert _essence(res) == _essence(ref)
+
+
+def test_failed_point_recorded_and_rerun_only_with_retry_failed(tmp_path, capsys):
+    cfg = tmp_path / "f.toml"
+    cfg.write_text('experiment = "toy"\nseed = 1\n[zip]\nx = [1.0, 2.0, 3.0]\nfail = [false, true, false]\n')
+    out = tmp_path / "out"
+    args = ["sweep", str(cfg), "--out", str(out), "--scheduler", "serial", "--no-progress"]
+    assert cli_main(args) == 1
+    assert "FAILED" in capsys.readouterr().err
+    res = sweep.load_sweep(out)
+    (bad,) = res.failed
+    assert bad["params"]["x"] == 2.0 and bad["result"] is None
+    assert bad["error"] == "ValueError: toy: planted failure at x=2.0"
+    assert "Traceback" in bad["traceback"] and "_toy" in bad["traceback"]
+    assert len(res.done) == 2
+    path = out / "points" / f"{bad['key']}.json"
+    stamp = json.loads(path.read_text())["finished"]
+    os.utime(path, ns=(0, 0))
+    again = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], out, scheduler="serial", seed=1,
+                            progress=False)
+    assert again.ran == 0 and len(again.failed) == 1  # not rerun without retry_failed
+    assert path.stat().st_mtime_ns == 0
+    assert cli_main(args + ["--retry-failed"]) == 1  # rerun (and it fails again: the failure is planted)
+    assert path.stat().st_mtime_ns != 0 and json.loads(path.read_text())["status"] == "failed"
+    assert "finished" in json.loads(path.read_text()) and stamp
+    summary = (out / "summary.md").read_text()
+    assert "failed points" in summary and "planted failure" in summary
+
+
+# --------------------------------------------------------------------------------------- kill test
+KILL_CFG = """experiment = "toy"
+seed = 5
+[grid]
+x = [{xs}]
+[fixed]
+n = 32
+work = {work}
+"""
+
+
+def test_sigkill_mid_run_loses_nothing_and_resume_matches_uninterrupted(tmp_path):
+    xs = [round(0.25 * i, 2) for i in range(40)]
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(KILL_CFG.format(xs=", ".join(map(str, xs)), work=4000))
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "verify.cli", "sweep", str(cfg), "--out", str(out), "--workers", "1",
+           "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 40
+    n_at_kill = 0
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            n_at_kill = len(list((out / "points").glob("*.json"))) if (out / "points").exists() else 0
+            if n_at_kill >= 3:
+                break
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its pool worker, mid-run
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    assert 3 <= n_at_kill < len(xs)
+    n_files = _parse_all(out)  # no half-written file: every point file (and index, manifest) parses
+    assert n_files < len(xs)
+    for f in (out / "points").glob("*.json"):
+        assert json.loads(f.read_text())["status"] == "done"
+    # resume: the same command finishes the rest
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"({len(xs) - n_files} run now, {n_files} found finished)" in done.stdout
+    assert not list((out / "points").glob(".*.tmp"))
+    # identical to an uninterrupted run, point by point
+    ref = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], tmp_path / "ref", scheduler="serial",
+                          seed=5, progress=False)
+    assert _essence(out) == _essence(ref)
+    assert len(_essence(ref)) == len(xs)
+
+
+# ----------------------------------------------------------------------------------------------- dask
+def test_dask_localcluster_matches_local_run(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    spec = {"grid": {"x": [0.5, 1.0, 1.5]}, "fixed": {"n": 12}, "seeds": [0, 1]}
+    local = sweep.run_sweep("toy", spec, tmp_path / "local", scheduler="local", workers=2, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        addr = cluster.scheduler_address
+        assert addr.startswith("tcp://127.0.0.1:")
+        remote = sweep.run_sweep("toy", spec, tmp_path / "dask", scheduler=addr, progress=False)
+    assert remote.ok and remote.ran == 6
+    assert _essence(remote) == _essence(local)
+    workers = {r["worker"].rsplit(":", 1)[1] for r in remote.records}
+    assert str(os.getpid()) not in workers  # it really ran on the cluster's worker processes
+
+
+# ------------------------------------------------------------------------------------------ bad input
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(experiment="nope", points={"x": [1]}), "unknown experiment 'nope'; known: .*toy"),
+    (dict(experiment="toy", points={"y": [1]}), "has no parameter 'y'"),
+    (dict(experiment="toy", points={"x": []}), "empty grid: parameter 'x'"),
+    (dict(experiment="toy", points=[]), "empty sweep"),
+    (dict(experiment="toy", points={"grid": {}}), "empty grid"),
+    (dict(experiment="toy", points={"x": [1, 1]}), "duplicate point"),
+    (dict(experiment="toy", points={"zip": {"x": [1, 2], "n": [3]}}), "one length"),
+    (dict(experiment="toy", points={"x": [1]}, scheduler="mpi://h"), "tcp://HOST:PORT"),
+    (dict(experiment="toy", points={"x": [1]}, seed=1.5), "seed must be an integer"),
+    (dict(experiment="toy", points={"x": [float("nan")]}), "not a JSON number"),
+    (dict(experiment="toy", points={"x": [1]}, workers=0), "workers must be"),
+])
+def test_bad_input_raises_before_writing(tmp_path, kwargs, match):
+    out = tmp_path / "never"
+    with pytest.raises(ValueError, match=match):
+        sweep.run_sweep(out_dir=out, progress=False, **kwargs)
+    assert not out.exists()
+
+
+def test_unreachable_scheduler_fails_fast_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "never"
+    addr = f"tcp://127.0.0.1:{_free_port()}"
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match="cannot reach the dask scheduler"):
+        sweep.run_sweep("toy", {"x": [1.0]}, out, scheduler=addr, connect_timeout=1.0, progress=False)
+    assert time.perf_counter() - t0 < 10
+    assert not out.exists()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('experiment = "toy"\n[grid]\nx = [1.0]\n')
+    assert cli_main(["sweep", str(cfg), "--out", str(out), "--scheduler", addr, "--connect-timeout", "1"]) == 2
+    assert "cannot reach the dask scheduler" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_config_errors(tmp_path, capsys):
+    bad = {"unknown_key.toml": ('experiment = "toy"\nfoo = 1\n[grid]\nx = [1]\n', "unknown key"),
+           "no_exp.toml": ("[grid]\nx = [1]\n", "missing 'experiment"),
+           "no_grid.toml": ('experiment = "toy"\n', "empty grid"),
+           "bad_param.toml": ('experiment = "massive_floors"\n[grid]\nm = [1]\n', "has no parameter 'm'"),
+           "bad_toml.toml": ("experiment = \n", "invalid TOML")}
+    for name, (text, match) in bad.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=match):
+            sweep.load_config(tmp_path / name)
+        assert cli_main(["sweep", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
+        assert match.split("'")[0] in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_example_configs_parse():
+    configs = sorted((ROOT / "examples" / "sweeps").glob("*.toml"))
+    assert configs
+    for path in configs:
+        cfg = sweep.load_config(path)
+        assert cfg["points"] and cfg["experiment"] in sweep_experiments.EXPERIMENTS
+
+
+# ------------------------------------------------------------------------------------------ adapters
+def test_massive_floors_adapter_matches_beta_law(tmp_path):
+    """ND floors of W h: R ~ Beta((p−n+1)/2, (n−1)/2) per category (mean (p−n+1)/p); 0 once n > p."""
+    res = sweep.run_sweep("massive_floors", {"grid": {"n": [8, 24, 40]}, "fixed": {"p": 32}, "replicates": 2},
+                          tmp_path / "mf", scheduler="serial", progress=False)
+    assert res.ok
+    for r in res.records:
+        n, out = r["params"]["n"], r["result"]
+        if n > 32:
+            assert out["frac_zero_floor"] == 1.0 and out["rank"] == 32 and out["max_relative_floor"] == 0.0
+        else:
+            assert out["frac_zero_floor"] == 0.0 and out["rank"] == n
+            # per-category sd of the Beta law / sqrt(n) is ≤ 0.05 here; 0.15 is 3 sd for the mean of n
+            assert abs(out["mean_relative_floor"] - (32 - n + 1) / 32) < 0.15
+    assert (tmp_path / "mf" / "plot.png").exists()
+
+
+def test_lyapunov_adapter(tmp_path):
+    pytest.importorskip("sims.random_matrix")
+    rank = pytest.importorskip("theory.rank")
+    if not hasattr(rank, "lyapunov_law"):
+        pytest.skip("theory.rank.lyapunov_law has not landed")
+    res = sweep.run_sweep("lyapunov", {"grid": {"n": [4, 6]}, "fixed": {"L": 40, "trials": 4}}, tmp_path / "ly",
+                          scheduler="serial", progress=False)
+    assert res.ok, res.failed[:1]
+    for r in res.records:
+        out = r["result"]
+        assert len(out["law"]) == len(out["mean_spectrum"]) == r["params"]["n"]
+        assert out["max_abs_gap_error"] < 0.5
+
+
+def test_multiview_adapter(tmp_path):
+    mv = pytest.importorskip("sims.multiview.experiment")
+    if not hasattr(mv, "run_experiment"):
+        pytest.skip("sims.multiview.experiment.run_experiment has not landed")
+    defaults = sweep_experiments._multiview_defaults()
+    if defaults is None:
+        pytest.skip("multiview defaults not declared")
+    pytest.skip("multiview adapter test waits for the fg config keys")
