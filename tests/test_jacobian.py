@@ -7,6 +7,12 @@ from sims import jacobian as J
 from sims import rank_nets as N
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with J.single_threaded():
+        yield
+
+
 @pytest.fixture
 def cnn():
     g = torch.Generator().manual_seed(0)
