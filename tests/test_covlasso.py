@@ -183,6 +183,9 @@ def test_dependencies_cov_and_logits_and_between_networks():
     np.testing.assert_allclose(mixed_cov(gram(F), F.T @ G / 2000, G[:, 4] @ G[:, 4] / 2000, 4), ct, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(db.theta, covlasso(ct, 4, rho=0.05), rtol=1e-9, atol=1e-12)
     assert db.cov_ii == pytest.approx(G[:, 4] @ G[:, 4] / 2000)
+    dc = dependencies(gram(F), 4, rho=0.05, cross=F.T @ G / 2000, g_sq=G[:, 4] @ G[:, 4] / 2000)
+    np.testing.assert_allclose(dc.theta, db.theta, rtol=1e-8, atol=1e-12)
+    assert np.array_equal(dc.support, db.support)
 
 
 def test_dependencies_bad_input():
@@ -206,6 +209,8 @@ def test_dependencies_bad_input():
         dependencies(gram(F), 0, rho=0.1, kind="cov", labels=np.zeros(6, int))
     with pytest.raises(ValueError, match="same samples"):
         dependencies(F, 0, rho=0.1, g=F[:10])
+    with pytest.raises(ValueError, match="both cross"):
+        dependencies(gram(F), 0, rho=0.1, cross=np.zeros(6))
     with pytest.raises(ValueError, match="labels"):
         replaced_logit_metrics(F, np.full(50, 9), 0, -np.eye(6)[0])
 

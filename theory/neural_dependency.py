@@ -129,25 +129,34 @@ def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
 
 
 def dependencies(cov_or_logits, i: int, lam: float | None = None, *, rho: float | None = None,
-                 kind: str = "auto", labels=None, g=None) -> Dependencies:
+                 kind: str = "auto", labels=None, g=None, cross=None, g_sq: float | None = None) -> Dependencies:
     """The neural dependencies of category ``i`` (ND Def 1 via Eq 2); λ absolute or ``rho=`` relative.
 
     ``kind``: "cov" (a covariance), "logits" (N × n raw logits), or "auto" (logits when ``labels`` or
-    ``g`` is given or the array is not square, else a covariance). ``g``: the logits of a second
-    network (N × m, m > i): between-network mode, target g_i, predictors f_j (j ≠ i) (ND Sec 2.4);
-    with ``labels`` the metrics are then g's accuracy with g_i replaced.
+    ``g`` is given or the array is not square, else a covariance). Between networks (ND Sec 2.4: target
+    g_i, predictors f_j, j ≠ i): with logits pass ``g=`` (N × m, m > i), and with ``labels`` the metrics
+    are g's accuracy with g_i replaced; with a covariance E[f fᵀ] pass the cross second moment
+    ``cross=`` E[f gᵀ] (n × m, or its column i) and ``g_sq=`` E[g_i²] (:func:`mixed_cov`).
     """
     x = as_float_array(cov_or_logits, "cov_or_logits" if kind == "auto" else kind, ndim=2)
     if kind not in ("auto", "cov", "logits"):
         raise ValueError(f"kind must be 'auto', 'cov' or 'logits', got {kind!r}")
     if kind == "auto":
         kind = "logits" if (labels is not None or g is not None or x.shape[0] != x.shape[1]) else "cov"
+    if (cross is None) != (g_sq is None):
+        raise ValueError("between networks from second moments needs both cross= (E[f gᵀ]) and g_sq= (E[g_i²])")
+    if kind == "auto" and cross is not None:
+        kind = "cov"
     if kind == "cov":
         if labels is not None or g is not None:
             raise ValueError("labels= and g= need the raw logits (kind='logits'), not a covariance")
         cov = as_covariance(x)
+        if cross is not None:
+            cov = mixed_cov(cov, cross, g_sq, check_index(i, cov.shape[0]))
         F = None
     else:
+        if cross is not None:
+            raise ValueError("cross=/g_sq= go with a covariance; with logits pass g= (the second network's logits)")
         F = x
         if F.shape[0] < 2:
             raise ValueError(f"logits: need at least 2 samples, got {F.shape[0]}")
