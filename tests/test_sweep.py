@@ -276,20 +276,78 @@ def test_lyapunov_adapter(tmp_path):
     rank = pytest.importorskip("theory.rank")
     if not hasattr(rank, "lyapunov_law"):
         pytest.skip("theory.rank.lyapunov_law has not landed")
-    res = sweep.run_sweep("lyapunov", {"grid": {"n": [4, 6]}, "fixed": {"L": 40, "trials": 4}}, tmp_path / "ly",
-                          scheduler="serial", progress=False)
+    cfg = sweep.load_config(ROOT / "examples" / "sweeps" / "lyapunov.toml")  # the Monte Carlo example, cut small
+    points = [p for p in cfg["points"] if p["n"] <= 8 and p["L"] <= 400]
+    assert len(points) == 12
+    res = sweep.run_sweep("lyapunov", points, tmp_path / "ly", scheduler="serial", seed=cfg["seed"],
+                          progress=False)
     assert res.ok, res.failed[:1]
     for r in res.records:
         out = r["result"]
         assert len(out["law"]) == len(out["mean_spectrum"]) == r["params"]["n"]
-        assert out["max_abs_gap_error"] < 0.5
+        assert out["max_z"] < 5  # every exponent within 5 standard errors sd_k/sqrt(L*trials) of the psi-law
+    err = {L: np.mean([r["result"]["max_abs_gap_error"] for r in res.records if r["params"]["L"] == L])
+           for L in (25, 400)}
+    assert err[400] < err[25]  # Monte Carlo error shrinks with depth (about 1/sqrt(L))
+    planted = sweep.run_sweep("lyapunov", [{**points[-1], "dist": "orthogonal"}], tmp_path / "neg",
+                              scheduler="serial", progress=False)
+    assert planted.records[0]["result"]["max_z"] > 5  # negative control: Haar layers do not follow the law
 
 
-def test_multiview_adapter(tmp_path):
+TINY_MV = {"d": 20, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20, "lucky": 4.0, "steps": 10, "batch": 8,
+           "eval_every": 5, "n_test": 16}
+
+
+def _multiview_module():
     mv = pytest.importorskip("sims.multiview.experiment")
     if not hasattr(mv, "run_experiment"):
         pytest.skip("sims.multiview.experiment.run_experiment has not landed")
-    defaults = sweep_experiments._multiview_defaults()
-    if defaults is None:
-        pytest.skip("multiview defaults not declared")
-    pytest.skip("multiview adapter test waits for the fg config keys")
+    return mv
+
+
+def _drop_seconds(result):
+    return {k: v for k, v in result.items() if k != "seconds"}
+
+
+def test_multiview_adapter_replicates_get_their_own_seed(tmp_path):
+    mv = _multiview_module()
+    res = sweep.run_sweep("multiview", {"fixed": TINY_MV, "replicates": 2}, tmp_path / "mv", scheduler="serial",
+                          progress=False)
+    assert res.ok, res.failed[:1]
+    a, b = res.records
+    assert a["result"]["config"]["seed"] == a["seed"] != b["seed"] == b["result"]["config"]["seed"]
+    # the point gives run_experiment's own result for its seed, wherever it runs
+    direct = mv.run_experiment({**TINY_MV, "seed": a["seed"]})
+    assert _drop_seconds(sweep.to_jsonable(direct)) == _drop_seconds(a["result"])
+    assert "summary.hard_gap" in (tmp_path / "mv" / "summary.csv").read_text().splitlines()[0]
+    with pytest.raises(ValueError, match="has no parameter 'kk'"):
+        sweep.run_sweep("multiview", {"kk": [1]}, tmp_path / "never", progress=False)
+
+
+def test_granularity_sweep_through_runner_matches_plain_loop(tmp_path):
+    """fg.granularity_sweep(..., runner=sweep_runner(...)) gives the plain loop's rows and resumes."""
+    mv = _multiview_module()
+    if "runner" not in mv.granularity_sweep.__code__.co_varnames:
+        pytest.skip("granularity_sweep has no runner= parameter yet")
+    args = (TINY_MV, [2, 4], [30], [0])
+    ref = mv.granularity_sweep(*args, cache=False)
+    runner = sweep.sweep_runner(tmp_path / "g", scheduler="serial", progress=False)
+    got = mv.granularity_sweep(*args, runner=runner)
+    assert got["rows"] == ref["rows"] and got["by_k"] == ref["by_k"]
+    assert len(list((tmp_path / "g" / "points").glob("*.json"))) == 3
+    again = sweep.run_sweep("multiview", mv.sweep_points(*args), tmp_path / "g", scheduler="serial", progress=False)
+    assert again.ran == 0 and again.skipped == 3
+
+
+def test_granularity_config_has_the_granularity_sweep_points():
+    mv = _multiview_module()
+    if not hasattr(mv, "sweep_points"):
+        pytest.skip("sims.multiview.experiment.sweep_points has not landed")
+    cfg = sweep.load_config(ROOT / "examples" / "sweeps" / "granularity.toml")
+    exp = sweep_experiments.get("multiview")
+
+    def keys(points):
+        return sorted(sweep.point_key("multiview", exp.version, p, sweep.derive_seed(0, "multiview", p))
+                      for p in (exp.canonical(q) for q in points))
+
+    assert keys(cfg["points"]) == keys(mv.sweep_points({}, (2, 4, 8), (100, 200, 400), (0, 1)))
