@@ -183,8 +183,14 @@ def test_dask_localcluster_matches_local_run(tmp_path):
         addr = cluster.scheduler_address
         assert addr.startswith("tcp://127.0.0.1:")
         remote = sweep.run_sweep("toy", spec, tmp_path / "dask", scheduler=addr, progress=False)
+        # BLAS-heavy and ill-conditioned (n = p): bit-identical only because every task runs one BLAS thread
+        floors = {"grid": {"n": [24, 32]}, "fixed": {"p": 32}}
+        remote_floors = sweep.run_sweep("massive_floors", floors, tmp_path / "dask_mf", scheduler=addr,
+                                        progress=False)
     assert remote.ok and remote.ran == 6
     assert _essence(remote) == _essence(local)
+    here = sweep.run_sweep("massive_floors", floors, tmp_path / "serial_mf", scheduler="serial", progress=False)
+    assert remote_floors.ok and _essence(remote_floors) == _essence(here)
     workers = {r["worker"].rsplit(":", 1)[1] for r in remote.records}
     assert str(os.getpid()) not in workers  # it really ran on the cluster's worker processes
 

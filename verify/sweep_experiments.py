@@ -233,11 +233,18 @@ def _multiview(params: dict, seed: int) -> dict:
     point's derived seed unless the point sets ``seed`` itself (a caller that owns its seeds, e.g. a
     ``runner`` handed to ``granularity_sweep``). CPU only (a sweep point's result must not depend on where it
     runs)."""
+    import torch
+
     from sims.multiview.experiment import run_experiment
 
     config = _call_params(params)
     config.setdefault("seed", seed)
-    return run_experiment(config, device="cpu", progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # reductions in one fixed order: the same floats on any machine's CPU
+    try:
+        return run_experiment(config, device="cpu", progress=False)
+    finally:
+        torch.set_num_threads(threads)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
