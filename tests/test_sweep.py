@@ -357,3 +357,20 @@ def test_granularity_config_has_the_granularity_sweep_points():
                       for p in (exp.canonical(q) for q in points))
 
     assert keys(cfg["points"]) == keys(mv.sweep_points({}, (2, 4, 8), (100, 200, 400), (0, 1)))
+
+
+def test_crashed_worker_loses_its_points_without_recording_them(tmp_path, capsys):
+    """A worker that dies (not an exception: os._exit) leaves its points unrecorded; a rerun resumes them."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('experiment = "toy"\n[zip]\nx = [1.0, 2.0, 3.0]\ncrash = [false, true, false]\n')
+    out = tmp_path / "out"
+    assert cli_main(["sweep", str(cfg), "--out", str(out), "--workers", "1", "--no-progress"]) == 1
+    assert "lost to a crashed worker" in capsys.readouterr().err
+    res = sweep.load_sweep(out)
+    assert [r["params"]["x"] for r in res.done] == [1.0] and len(res.pending) == 2
+    assert _parse_all(out) == 1
+    index = json.loads((out / "index.json").read_text())
+    assert index["counts"] == {"done": 1, "lost": 2}
+    cfg.write_text('experiment = "toy"\n[zip]\nx = [1.0, 3.0]\ncrash = [false, false]\n')
+    again = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], out, workers=1, progress=False)
+    assert again.ok and again.ran == 1 and again.skipped == 1

@@ -16,8 +16,8 @@ module imports with numpy alone and a sweep's worker pays only for the experimen
 * ``multiview`` (FG Sec 4, App B): one training run of the two-layer ReLU learner on hierarchical
   multi-view data (:func:`sims.multiview.experiment.run_experiment`); its parameters are that function's
   config keys.
-* ``toy``: a deterministic few-millisecond computation for tests (``fail=true`` raises, ``work`` adds
-  CPU-bound iterations so a test can interrupt a sweep mid-run).
+* ``toy``: a deterministic few-millisecond computation for tests (``fail=true`` raises, ``crash=true`` kills
+  its worker process, ``work`` adds CPU-bound iterations so a test can interrupt a sweep mid-run).
 """
 from __future__ import annotations
 
@@ -90,10 +90,18 @@ def _call_params(params: dict) -> dict:
 # ---------------------------------------------------------------------------------------------------- toy
 def _toy(params: dict, seed: int) -> dict:
     """y = x·mean(z) + ‖z‖²/n for z ~ N(0, I_n) from the point's seed; ``work`` tanh iterations of a fixed
-    64×64 map (CPU time without sleeping); ``fail`` raises (to test failure records)."""
+    64×64 map (CPU time without sleeping); ``fail`` raises (to test failure records); ``crash`` exits the
+    worker process abruptly (to test a lost worker)."""
     x, n, work = float(params["x"]), int(params["n"]), int(params["work"])
     if params["fail"]:
         raise ValueError(f"toy: planted failure at x={x}")
+    if params["crash"]:  # a worker that dies (segfault, OOM kill): only ever in a child process
+        import multiprocessing
+        import os
+
+        if multiprocessing.parent_process() is None:
+            raise ValueError("toy: crash=true only in a worker process (scheduler 'local')")
+        os._exit(3)
     if n < 1:
         raise ValueError(f"toy: n must be >= 1, got {n}")
     rng = np.random.default_rng(seed)
@@ -252,7 +260,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     for e in (
         Experiment(
             "toy", _toy, "deterministic few-millisecond computation for tests",
-            params={"x": 1.0, "n": 8, "work": 0, "fail": False},
+            params={"x": 1.0, "n": 8, "work": 0, "fail": False, "crash": False},
             plot={"x": "x", "y": "y"},
         ),
         Experiment(
