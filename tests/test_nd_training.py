@@ -115,3 +115,12 @@ def test_second_moment_and_choose_pair():
     assert (i, j) == (3, 0) and c > 0.5
     with pytest.raises(ValueError, match="pair"):
         dt.finetune(None, {}, TINY, None, 0.2, 1, 0.1, None)
+
+
+def test_figures_draw(tmp_path):
+    from paper_figs import registry as figreg
+
+    figs = figreg.discover()
+    for fid in ("nd.new_categories_accuracy", "nd.regularizer_trajectory"):
+        out = figreg.render(figs[fid], tmp_path, quick=True)
+        assert out["png"].stat().st_size > 10_000 and out["pdf"].exists()

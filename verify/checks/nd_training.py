@@ -7,32 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.dependency_training import TaskParams, new_categories_experiment, regularizer_experiment
+from sims.dependency_training import (REG_RHO, REG_WEIGHT, new_categories_result, regularizer_result,
+                                     standard_sizes as sizes)
 from verify.registry import Result, check
 
-# Sizes. quick: 100 classes (90 base + 10 new); full: 120 classes (100 base + 20 new).
-QUICK = {"task": TaskParams(n_classes=100, n_train=80, n_test=50, hidden=96, epochs=10), "n_new": 10, "ft_epochs": 10}
-FULL = {"task": TaskParams(), "n_new": 20, "ft_epochs": 30}  # ND App. C: 30 fine-tuning epochs
-
 MARGIN_PP = 1.0  # allowed accuracy loss in percentage points, before the sampling allowance
-SE_UNITS = 2.0  # sampling allowance: this many standard errors of the paired accuracy difference
+SE_UNITS = 2.0  # sampling allowance: this many standard errors of the accuracy difference
 COEF_RATIO = 0.1  # the penalised coefficient must fall to ≤ 10% of its starting value
-REG_WEIGHT = 0.2  # ND App. C: "The loss weight for the regularization term is set to 0.2"
-REG_RHO = 0.1  # CovLasso λ = 0.1·λ_max(i)
-
-
-def sizes(quick: bool) -> dict:
-    return QUICK if quick else FULL
-
-
-def new_categories_result(quick: bool, seed: int, device: str = "cpu") -> dict:
-    s = sizes(quick)
-    return new_categories_experiment(s["task"], s["n_new"], seed, device)
-
-
-def regularizer_result(quick: bool, seed: int, device: str = "cpu") -> dict:
-    s = sizes(quick)
-    return regularizer_experiment(s["task"], seed, epochs=s["ft_epochs"], weight=REG_WEIGHT, rho=REG_RHO, device=device)
 
 
 @check(
