@@ -134,6 +134,26 @@ work = {work}
 """
 
 
+def _interrupt(cmd, cwd, env, out: Path, after: int, sig) -> int:
+    """Start the sweep, send ``sig`` to its process group once ``after`` point files exist; files at that moment."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 40
+    n = 0
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            n = len(list((out / "points").glob("*.json"))) if (out / "points").exists() else 0
+            if n >= after:
+                break
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, sig)
+        err = proc.communicate(timeout=30)[1].decode()
+    expected = 130 if sig == signal.SIGINT else -signal.SIGKILL
+    assert proc.returncode == expected, err[-2000:]
+    return n
+
+
 def test_sigkill_mid_run_loses_nothing_and_resume_matches_uninterrupted(tmp_path):
     xs = [round(0.25 * i, 2) for i in range(40)]
     cfg = tmp_path / "kill.toml"
@@ -142,21 +162,12 @@ def test_sigkill_mid_run_loses_nothing_and_resume_matches_uninterrupted(tmp_path
     cmd = [sys.executable, "-m", "verify.cli", "sweep", str(cfg), "--out", str(out), "--workers", "1",
            "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 40
-    n_at_kill = 0
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            n_at_kill = len(list((out / "points").glob("*.json"))) if (out / "points").exists() else 0
-            if n_at_kill >= 3:
-                break
-            time.sleep(0.005)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its pool worker, mid-run
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
-    assert 3 <= n_at_kill < len(xs)
+    # Ctrl-C: exits 130 at once, finished points kept
+    n_int = _interrupt(cmd, tmp_path, env, out, 3, signal.SIGINT)
+    assert 3 <= n_int < len(xs) and _parse_all(out) < len(xs)
+    # SIGKILL of the sweep and its pool worker, mid-run (resuming from the interrupted run)
+    n_at_kill = _interrupt(cmd, tmp_path, env, out, n_int + 3, signal.SIGKILL)
+    assert n_int + 3 <= n_at_kill < len(xs)
     n_files = _parse_all(out)  # no half-written file: every point file (and index, manifest) parses
     assert n_files < len(xs)
     for f in (out / "points").glob("*.json"):

@@ -337,7 +337,8 @@ class _Local:
         import multiprocessing as mp
 
         self.cf = cf
-        self.pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+        self.pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                           initializer=_ignore_sigint)
 
     def submit(self, key, *args):
         return self.pool.submit(run_point, *args)
@@ -346,7 +347,22 @@ class _Local:
         return self.cf.as_completed(futures)
 
     def close(self, cancel=False):
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        if cancel:  # interrupted: stop the running tasks now (their points stay unrecorded and rerun later)
+            procs = list(getattr(self.pool, "_processes", {}).values())  # no public API before Python 3.14
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.join(5)
+        else:
+            self.pool.shutdown(wait=True)
+
+
+def _ignore_sigint():
+    """Pool workers ignore Ctrl-C: the sweep process handles it (and terminates them)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class _Serial:

@@ -33,6 +33,10 @@ def cmd_sweep(args) -> int:
     except (ValueError, ConnectionError) as exc:
         print(f"theorylab sweep: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished points are saved in {out}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
     n = len(res.records)
     print(f"{cfg['experiment']}: {len(res.done)}/{n} done ({res.ran} run now, {res.skipped} found finished), "
           f"{len(res.failed)} failed, {res.lost} lost  ->  {out}")
