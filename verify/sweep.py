@@ -322,11 +322,19 @@ def _connect_dask(address: str, timeout: float):
         raise ValueError("scheduler tcp://...: dask.distributed is not installed "
                          "(pip install 'theorylab[dask]')") from None
     try:
-        return Client(address, timeout=f"{timeout}s", set_as_default=False)
+        client = Client(address, timeout=f"{timeout}s", set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise ConnectionError(f"cannot reach the dask scheduler at {address} within {timeout:g} s "
                               f"({type(exc).__name__}: {exc}); start one with `dask scheduler` and "
                               f"`dask worker {address}`") from None
+    try:
+        n_workers = len(client.scheduler_info().get("workers", {}))
+    except Exception:
+        n_workers = -1
+    if n_workers == 0:
+        print(f"sweep: the scheduler at {address} has no workers yet; the tasks wait for "
+              f"`dask worker {address}`", file=sys.stderr)
+    return client
 
 
 class _Local:
