@@ -1,0 +1,263 @@
+"""Numbers on captured logits/features: ND Table 1 metrics, RD ClsDim (Eq 6), RD Eq 11–12 (numpy only).
+
+Conventions (say so wherever these numbers are reported):
+
+* the photographs are not ImageNet, there are no ground-truth labels: every "accuracy" is **agreement with the
+  unmodified model's own prediction** (so the original accuracy is 100 % by construction); "positive
+  samples" of category i are the crops the unmodified model assigns to i;
+* second moments are fitted on one half of the crops (``fit``) and every error/accuracy is measured on the
+  other half (``test``): a dependency is a property of the data distribution, not of the fitted sample;
+* CovLasso (ND Eq 2/6) is solved exactly for the Gram form: with Cov = Uᵀdiag(σ²)U,
+  θᵀCovθ = ‖diag(σ)Uθ‖², so Eq 6 is an ordinary Lasso on the n×(n−1) design X = diag(σ)U₋ᵢ, y = diag(σ)Uᵢ,
+  solved by scikit-learn's coordinate descent (α = λ/(2n)); the KKT residual of Eq 6 (ND A35) is reported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from theory.dependency import error_floor
+from theory.validate import as_covariance, as_float_array, check_index
+
+
+def second_moment(F) -> np.ndarray:
+    """E[f fᵀ] (uncentred, ND Eq 2) of the rows of F, float64, exactly symmetric."""
+    F = np.asarray(F, dtype=np.float64)
+    c = F.T @ F / F.shape[0]
+    return 0.5 * (c + c.T)
+
+
+def _design(cov: np.ndarray) -> np.ndarray:
+    w, U = np.linalg.eigh(cov)
+    return np.sqrt(np.clip(w, 0.0, None))[:, None] * U.T  # rows: σ_k u_kᵀ;  XᵀX = Cov
+
+
+def covlasso_path(cov, i: int, lams, tol: float = 1e-10, design: np.ndarray | None = None) -> np.ndarray:
+    """θ*(λ) of ND Eq 6 for each λ in ``lams`` (any order), warm-started along the path; shape (len, n).
+
+    θ_i = −1. Solved as a Lasso on a factor X with XᵀX = Cov (see module doc): by default diag(σ)U from the
+    eigendecomposition; ``design`` may pass any other, e.g. the fit logits /√N (N rows: faster when N < n).
+    """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import Lasso
+
+    c = as_covariance(cov) if design is None else _square(cov)
+    n = c.shape[0]
+    i = check_index(i, n)
+    X = _design(c) if design is None else np.asarray(design, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != n:
+        raise ValueError(f"design: expected (rows, {n}), got shape {X.shape}")
+    rest = np.delete(np.arange(n), i)
+    lams = np.asarray(lams, dtype=float)
+    if np.any(~np.isfinite(lams)) or np.any(lams < 0):
+        raise ValueError("lams: must be finite and >= 0")
+    order = np.argsort(-lams)
+    out = np.zeros((len(lams), n))
+    model = Lasso(alpha=1.0, fit_intercept=False, tol=tol, max_iter=200_000, warm_start=True,
+                  selection="cyclic")
+    y = X[:, i]
+    Xr = np.asfortranarray(X[:, rest])
+    for k in order:
+        model.alpha = max(lams[k], 1e-300) / (2.0 * X.shape[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Xr, y)
+        out[k, rest] = model.coef_
+        out[k, i] = -1.0
+    return out
+
+
+def _square(cov) -> np.ndarray:
+    """Shape/finiteness check only (the full PSD test, a Cholesky, is paid once by the caller's data)."""
+    c = as_float_array(cov, "cov", ndim=2)
+    if c.shape[0] != c.shape[1] or c.shape[0] < 2:
+        raise ValueError(f"cov: must be square with n >= 2, got shape {c.shape}")
+    return c
+
+
+def lambda_max_i(cov, i: int) -> float:
+    """λ_max(i) = 2‖Cov₋ᵢ,ᵢ‖_∞ (ND A47) for one category, without re-validating a 1000×1000 matrix."""
+    c = np.asarray(cov)
+    col = np.abs(c[:, i]).copy()
+    col[i] = 0.0
+    return 2.0 * float(col.max())
+
+
+def covlasso_rho(cov, i: int, rho: float, **kw) -> np.ndarray:
+    """θ*(ρ·λ_max(i)) (λ relative to the smallest λ with θ* = −e_i, ND A47)."""
+    return covlasso_path(cov, i, [rho * lambda_max_i(cov, i)], **kw)[0]
+
+
+def kkt_residual(cov, i: int, lam: float, theta) -> float:
+    """max_j KKT residual of ND Eq 6 (A35) at θ, in units of λ_max(i) (same formula as theory.covlasso.kkt_violation)."""
+    c = np.asarray(cov, dtype=float)
+    rest = np.delete(np.arange(c.shape[0]), i)
+    t = np.asarray(theta, float)[rest]
+    g = c[np.ix_(rest, rest)] @ t - c[rest, i]
+    half = lam / 2.0
+    r = np.where(t != 0, np.abs(g + half * np.sign(t)), np.maximum(np.abs(g) - half, 0.0))
+    return float(r.max() / max(lambda_max_i(c, i), np.finfo(float).tiny))
+
+
+def predict_logit(F, theta, i: int) -> np.ndarray:
+    """Σ_{j≠i} θ_j f_j(x) for every row of F (ND Eq 1 / RD Eq 12)."""
+    F = np.asarray(F, dtype=np.float64)
+    t = np.asarray(theta, dtype=float).copy()
+    t[i] = 0.0
+    return F @ t
+
+
+def dependency_metrics(F_test, theta, i: int, offset=None) -> dict:
+    """ND Table 1 columns for category i on held-out logits ``F_test`` (rows = samples).
+
+    abs_err = mean |f_i − Σθ_j f_j|; rel_err = abs_err / mean |f_i|; rms_rel = √(E[(θᵀf)²]/E[f_i²]);
+    acc = agreement of argmax with the replaced logit vs the unmodified argmax (all samples);
+    pos_acc = the same on the samples the unmodified model assigns to i (NaN if none); support = #{θ_j ≠ 0, j≠i}.
+    ``offset`` (e.g. the bias b of RD Eq 11, where F = W F(x) without bias) is added before the argmax.
+    """
+    F = np.asarray(F_test, dtype=np.float64)
+    pred = predict_logit(F, theta, i)
+    r = F[:, i] - pred
+    base = F if offset is None else F + offset
+    rep = base.copy()
+    rep[:, i] = pred + (0.0 if offset is None else offset[i])
+    y0 = base.argmax(1)
+    y1 = rep.argmax(1)
+    pos = y0 == i
+    t = np.asarray(theta)
+    return {
+        "abs_err": float(np.mean(np.abs(r))),
+        "rel_err": float(np.mean(np.abs(r)) / max(np.mean(np.abs(F[:, i])), 1e-300)),
+        "rms_rel": float(np.sqrt(np.mean(r**2) / max(np.mean(F[:, i] ** 2), 1e-300))),
+        "acc": float(np.mean(y1 == y0)),
+        "pos_acc": float(np.mean(y1[pos] == i)) if pos.any() else float("nan"),
+        "n_pos": int(pos.sum()),
+        "support": int(np.count_nonzero(np.delete(t, i))),
+    }
+
+
+def frequent_categories(F, k: int, min_count: int = 2) -> np.ndarray:
+    """The ``k`` categories the model predicts most often on F (each at least ``min_count`` times)."""
+    y = np.asarray(F).argmax(1)
+    vals, counts = np.unique(y, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    vals, counts = vals[order], counts[order]
+    return vals[counts >= min_count][:k]
+
+
+def smallest_support(cov_fit, F_test, i: int, target_rel: float, rhos=None, design=None) -> dict:
+    """Walk the λ path (λ = ρ·λ_max, ρ from 1 down) and return the first (smallest-support) point whose held-out
+    relative error rel_err ≤ ``target_rel``; ``{"reached": False, ...}`` with the best point if none does."""
+    rhos = np.geomspace(0.9, 1e-3, 25) if rhos is None else np.asarray(rhos)
+    lm = lambda_max_i(cov_fit, i)
+    thetas = covlasso_path(cov_fit, i, rhos * lm, design=design)
+    best = None
+    for rho, th in zip(rhos, thetas):
+        m = dependency_metrics(F_test, th, i)
+        m["rho"] = float(rho)
+        if best is None or m["rel_err"] < best["rel_err"]:
+            best = m
+        if m["rel_err"] <= target_rel:
+            return {"reached": True, **m}
+    return {"reached": False, **best}
+
+
+def random_support_theta(cov_fit, i: int, support: int, rng) -> np.ndarray:
+    """Negative control: θ on ``support`` random other categories, least squares on the fit second moment."""
+    c = np.asarray(cov_fit)
+    n = c.shape[0]
+    others = np.delete(np.arange(n), i)
+    S = rng.choice(others, size=max(1, support), replace=False)
+    th = np.zeros(n)
+    th[S] = np.linalg.lstsq(c[np.ix_(S, S)], c[S, i], rcond=None)[0]
+    th[i] = -1.0
+    return th
+
+
+# ---------------------------------------------------------------- RD Eq 6: classification dimension
+class ProjectedClassifier:
+    """Cls(Pro_k(F(x))) of RD Eq 6 for every k, cheaply: PCA of the fit features, logits of the projected test ones.
+
+    Pro_k(F) = μ + Q_k Q_kᵀ(F − μ) with (μ, Q) the mean and the eigenvectors of the fit features' covariance
+    (RD Sec 3.3; the mean is kept: projecting uncentred features through the origin would also remove the
+    offset every class shares). logits_k = (μWᵀ + b) + Z[:, :k] V[:k], Z = (F − μ)Q, V = QᵀWᵀ.
+    """
+
+    def __init__(self, F_fit, F_test, W, b):
+        F_fit = as_float_array(F_fit, "features_fit", ndim=2)
+        F_test = as_float_array(F_test, "features_test", ndim=2)
+        W = as_float_array(W, "W", ndim=2)
+        if W.shape[1] != F_fit.shape[1] or F_test.shape[1] != F_fit.shape[1]:
+            raise ValueError(f"shapes: W {W.shape}, fit {F_fit.shape}, test {F_test.shape} do not match")
+        self.mu = F_fit.mean(0)
+        Xc = F_fit - self.mu
+        if Xc.shape[0] < Xc.shape[1]:  # N < d: thin SVD; directions beyond the fit span carry no fit variance
+            _, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+            w, Q = sv**2 / Xc.shape[0], Vt.T
+        else:
+            w, Q = np.linalg.eigh(Xc.T @ Xc / Xc.shape[0])
+        order = np.argsort(-w, kind="stable")
+        self.eigvals, Q = w[order], Q[:, order]
+        Dt = F_test - self.mu
+        self.Z = Dt @ Q
+        self.V = Q.T @ W.T
+        self.residual = (Dt - self.Z @ Q.T) @ W.T  # the part of the test features outside span(Q): used at k = d
+        self.base = self.mu @ W.T + np.asarray(b, dtype=float)
+        self.full = F_test @ W.T + b
+        self.y_full = self.full.argmax(1)
+        self.d = F_fit.shape[1]
+        self.rank_bound = min(F_fit.shape[0] - 1, self.d)
+
+    def agreement(self, k: int, against=None) -> float:
+        """Share of test rows whose Cls(Pro_k F) equals ``against`` (default: the full model's prediction)."""
+        k = int(k)
+        y = self.y_full if against is None else against
+        logits = self.base + self.Z[:, :k] @ self.V[:k]
+        if k >= self.d:
+            logits = logits + self.residual
+        return float(np.mean(logits.argmax(1) == y))
+
+
+def cls_dim(pc: ProjectedClassifier, threshold: float = 0.95, against=None) -> dict:
+    """ClsDim = min{k : agreement(k) ≥ threshold} (RD Eq 6) by bisection over k ∈ [1, d].
+
+    Bisection assumes agreement grows with k; ``monotone_violations`` counts grid points (k = 1, 2, 4, ...)
+    where it does not, so a non-monotone curve is visible. ``None`` when even k = d stays below threshold.
+    """
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold: must be in (0, 1], got {threshold}")
+    hi = pc.d
+    evals = {}
+
+    def acc(k):
+        if k not in evals:
+            evals[k] = pc.agreement(k, against)
+        return evals[k]
+
+    if acc(hi) < threshold:
+        return {"cls_dim": None, "agreement_at_d": acc(hi), "evaluations": len(evals)}
+    lo = 0  # acc(0) is treated as below threshold
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if acc(mid) >= threshold:
+            hi = mid
+        else:
+            lo = mid
+    grid = sorted({int(v) for v in np.unique(np.geomspace(1, pc.d, 12).astype(int))})
+    curve = [acc(k) for k in grid]
+    viol = sum(1 for a, b2 in zip(curve, curve[1:]) if b2 < a - 1e-12)
+    return {"cls_dim": hi, "agreement_at_cls_dim": acc(hi), "agreement_at_d": acc(pc.d),
+            "evaluations": len(evals), "monotone_violations": viol, "grid": grid, "curve": curve}
+
+
+def split_halves(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded random split of range(n) into fit and test halves."""
+    p = rng.permutation(n)
+    return np.sort(p[: n // 2]), np.sort(p[n // 2:])
+
+
+def floors(cov) -> dict:
+    """ND A15/A31 floors for every category: absolute err_i(θ*(0)) and relative R(Cov, i)."""
+    fl = error_floor(cov)
+    return {"floor": fl, "relative": fl / np.diag(cov)}

@@ -1,0 +1,215 @@
+"""Real-model hooks (issue 7): capture, models, images, analysis numerics, the three real checks, analyze CLI."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from sims.real import analysis as A
+from sims.real.capture import ClassMoments, SecondMoment, capture
+from sims.real.images import Augmentation, crop_batches, crop_plan, folder, photographs
+from sims.real.models import default_model, load_weights, user_model
+from tests.helpers import run_quick
+
+TINY_MODEL = '''
+import torch
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=4)
+        self.pool = torch.nn.AdaptiveAvgPool2d(2)
+        self.head = torch.nn.Linear(16, 5)
+    def forward(self, x):
+        return self.head(self.pool(torch.relu(self.conv(x))).flatten(1))
+class Flat(Tiny):
+    def forward(self, x):
+        return super().forward(x)[:, 0]
+def make():
+    torch.manual_seed(0)
+    return Tiny()
+def make_flat():
+    return Flat()
+'''
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A tiny user classifier module (importable as tinymod:make), its weights, and a folder of 6 PNGs."""
+    from PIL import Image
+
+    (tmp_path / "tinymod.py").write_text(TINY_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("tinymod", None)
+    import tinymod
+
+    w = tmp_path / "tiny.pt"
+    torch.save(tinymod.make().state_dict(), w)
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        Image.fromarray(rng.integers(0, 256, (40 + k, 50, 3), dtype=np.uint8)).save(imgs / f"im{k}.png")
+    (imgs / "notes.txt").write_text("not an image")
+    return {"weights": w, "images": imgs, "dir": tmp_path}
+
+
+def _batches(n=24, bs=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    for b0 in range(0, n, bs):
+        yield torch.randn(bs, 3, 32, 32, generator=g), torch.arange(b0, b0 + bs) % 3
+
+
+# ------------------------------------------------------------------------------------------------ capture
+def test_capture_streams_moments_that_match_the_kept_rows(tiny):
+    spec = user_model("tinymod:make", tiny["weights"], input_size=32)
+    res = capture(spec.module, _batches(), {"logits": "output", "feat": "head:input", "pool": "pool"},
+                  keep=("logits", "feat"), progress=False)
+    L, Fh = res.kept["logits"].astype(float), res.kept["feat"].astype(float)
+    assert L.shape == (24, 5) and Fh.shape == (24, 16) and res.n == 24
+    np.testing.assert_allclose(res.moments["logits"].second_moment, L.T @ L / 24, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(res.moments["feat"].mean, Fh.mean(0), rtol=1e-5, atol=1e-7)
+    W, b = spec.linear()
+    np.testing.assert_allclose(L, Fh @ W.T + b, atol=1e-5)  # the input hook sees exactly the classifier's input
+    np.testing.assert_array_equal(res.predictions, L.argmax(1))
+    # class statistics: Σ_W + Σ_B = total covariance (VC Eq 1–2), against a direct computation
+    sw, sb = res.classes["feat"].scatter(res.moments["feat"])
+    np.testing.assert_allclose(sw + sb, np.cov(Fh, rowvar=False, bias=True), atol=1e-6)
+    y = res.labels
+    direct = sum(((Fh[y == c] - Fh[y == c].mean(0)).T @ (Fh[y == c] - Fh[y == c].mean(0))) for c in range(3)) / 24
+    np.testing.assert_allclose(sw, direct, atol=1e-6)
+
+
+def test_second_moment_merge_equals_one_pass():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 4))
+    a, b = SecondMoment().update(X[:20]), SecondMoment().update(X[20:])
+    one = SecondMoment().update(X)
+    np.testing.assert_allclose(a.merge(b).second_moment, one.second_moment)
+    with pytest.raises(ValueError, match="no samples"):
+        SecondMoment().mean
+    with pytest.raises(ValueError, match="2 classes"):
+        ClassMoments().update(X, np.zeros(50)).scatter(one)
+
+
+def test_capture_bad_input(tiny):
+    import tinymod
+
+    m = tinymod.make()
+    with pytest.raises(ValueError, match="does not exist.*closest names.*head"):
+        capture(m, _batches(), ["heda"], progress=False)
+    with pytest.raises(ValueError, match="2-D logits"):
+        capture(tinymod.make_flat(), _batches(), progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        capture(m, iter([]), progress=False)
+    with pytest.raises(ValueError, match="keep"):
+        capture(m, _batches(), keep=("feat",), progress=False)
+    with pytest.raises(ValueError, match="torch.nn.Module"):
+        capture(lambda x: x, _batches(), progress=False)
+
+
+# ------------------------------------------------------------------------------------------------ models
+def test_checkpoint_that_is_not_plain_weights_is_refused(tmp_path, tiny):
+    bad = tmp_path / "pickled.pt"
+    torch.save({"model": torch.nn.Linear(2, 2)}, bad)  # a pickled Module: not loadable with weights_only
+    with pytest.raises(ValueError, match="not a plain weights file"):
+        load_weights(bad)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_weights(tmp_path / "missing.pt")
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a plain weights file|cannot read"):
+        load_weights(junk)
+    wrong = tmp_path / "wrong.pt"
+    torch.save({"head.weight": torch.zeros(3, 3)}, wrong)
+    with pytest.raises(ValueError, match="do not fit"):
+        user_model("tinymod:make", wrong)
+    with pytest.raises(ValueError, match="package.module:factory"):
+        user_model("tinymod.make")
+    with pytest.raises(ValueError, match="cannot import"):
+        user_model("no_such_module_xyz:make")
+
+
+def test_default_model_on_32_crops_hooks_are_exact():
+    spec = default_model("lite0")
+    ims = photographs()
+    assert len(ims) == 17 and {"chelsea", "coffee", "astronaut", "rocket", "china", "flower"} <= set(ims.names)
+    aug = Augmentation(size=224)
+    plan = crop_plan(ims, 32, aug, seed=3)
+    np.testing.assert_array_equal(plan, crop_plan(ims, 32, aug, seed=3))  # seeded
+    res = capture(spec.module, crop_batches(ims, plan, aug, batch_size=16), {"logits": "output",
+                  "features": "_fc:input"}, keep=("logits", "features"), progress=False)
+    L, Fh = res.kept["logits"], res.kept["features"]
+    assert L.shape == (32, 1000) and Fh.shape == (32, 1280)
+    W, b = spec.linear()
+    np.testing.assert_allclose(L, Fh.astype(float) @ W.T + b, atol=2e-3)
+    # the cat photograph is a cat (ImageNet 281–285) on most of its crops: the weights are loaded right
+    cat = res.labels == ims.names.index("chelsea")
+    assert np.mean(np.isin(res.predictions[cat], range(281, 286))) >= 0.5
+
+
+# ------------------------------------------------------------------------------------------------ images
+def test_folder_errors_and_reading(tiny, tmp_path):
+    ims = folder(tiny["images"])
+    assert len(ims) == 6 and all(im.shape[2] == 3 for im in ims.images)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="empty"):
+        folder(empty)
+    txt = tmp_path / "txt"
+    txt.mkdir()
+    (txt / "a.txt").write_text("x")
+    (txt / "b.png").write_text("not really a png")
+    with pytest.raises(ValueError, match="no readable image"):
+        folder(txt)
+    with pytest.raises(ValueError, match="not a folder"):
+        folder(tmp_path / "nope")
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+def test_covlasso_path_matches_the_reference_solver():
+    from theory.covlasso import covlasso_cd
+
+    rng = np.random.default_rng(2)
+    F = rng.normal(size=(60, 4)) @ rng.normal(size=(4, 12)) + 0.1 * rng.normal(size=(60, 12))
+    C = A.second_moment(F)
+    for i in (0, 5):
+        lm = A.lambda_max_i(C, i)
+        for rho in (0.5, 0.1):
+            ref = covlasso_cd(C, i, rho * lm)
+            for design in (None, F / np.sqrt(60)):
+                th = A.covlasso_path(C, i, [rho * lm], design=design)[0]
+                np.testing.assert_allclose(th, ref, atol=1e-6)
+                assert A.kkt_residual(C, i, rho * lm, th) < 1e-6
+    np.testing.assert_array_equal(A.covlasso_path(C, 0, [1.01 * A.lambda_max_i(C, 0)])[0], -np.eye(12)[0])
+
+
+def test_dependency_metrics_on_an_exact_dependency():
+    rng = np.random.default_rng(3)
+    F = rng.normal(size=(200, 6))
+    F[:, 0] = 2 * F[:, 1] - F[:, 2]
+    th = np.array([-1, 2, -1, 0, 0, 0.0])
+    m = A.dependency_metrics(F, th, 0)
+    assert m["abs_err"] < 1e-12 and m["acc"] == 1.0 and m["support"] == 2
+
+
+def test_cls_dim_on_planted_low_dimensional_features():
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(400, 3)) * [5, 3, 2]
+    F = Z @ rng.normal(size=(3, 40)) + 1e-3 * rng.normal(size=(400, 40))
+    W, b = rng.normal(size=(10, 40)), np.zeros(10)
+    pc = A.ProjectedClassifier(F, F, W, b)
+    r = A.cls_dim(pc, 0.95)
+    assert r["cls_dim"] <= 3 and r["agreement_at_d"] == 1.0
+    assert A.cls_dim(pc, 0.95, against=rng.permutation(pc.y_full))["cls_dim"] is None
+    with pytest.raises(ValueError, match="threshold"):
+        A.cls_dim(pc, 0)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit"])
+def test_real_checks(cid):
+    out = run_quick(cid)
+    assert out.status == "pass", (out.error, out.measured, out.details)
+    assert out.negative_control_result == "failed as it should"
