@@ -385,3 +385,12 @@ def test_crashed_worker_loses_its_points_without_recording_them(tmp_path, capsys
     cfg.write_text('experiment = "toy"\n[zip]\nx = [1.0, 3.0]\ncrash = [false, false]\n')
     again = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], out, workers=1, progress=False)
     assert again.ok and again.ran == 1 and again.skipped == 1
+
+
+def test_sweep_runner_returns_results_in_order_and_raises_on_failure(tmp_path):
+    runner = sweep.sweep_runner(tmp_path / "r", experiment="toy", scheduler="serial", progress=False)
+    got = runner([{"x": 2.0}, {"x": 1.0}])
+    ref = sweep.run_sweep("toy", [{"x": 2.0}, {"x": 1.0}], tmp_path / "ref", scheduler="serial", progress=False)
+    assert got == ref.results() and got[0] != got[1]
+    with pytest.raises(RuntimeError, match=r"1 of 2 sweep point\(s\) did not finish.*planted failure.*traceback in"):
+        runner([{"x": 1.0}, {"x": 3.0, "fail": True}])

@@ -700,8 +700,11 @@ def sweep_runner(out_dir, experiment: str = "multiview", scheduler: str = "local
         bad = [r for r in res.records if r["status"] != "done"]
         if bad:
             r = bad[0]
+            where = (f"traceback in {Path(out_dir) / 'points' / (r['key'] + '.json')}" if r["status"] == "failed"
+                     else "its worker died: rerun to resume (a script using the local pool needs "
+                          "`if __name__ == '__main__':`)")
             raise RuntimeError(f"{len(bad)} of {len(configs)} sweep point(s) did not finish; first: {r['params']}: "
-                               f"{r.get('error')} (see {out_dir}/points/{r['key']}.json)")
+                               f"{r.get('error')} ({where})")
         return res.results()
 
     return runner
