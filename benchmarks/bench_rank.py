@@ -9,8 +9,9 @@
 
     python benchmarks/bench_rank.py [--n 256] [--L 2000] [--trials 10000]
 
-Compile time is excluded (every numba kernel is warmed up first). Timings on a shared machine are
-inflated by contention; the ratios within one run are the fair numbers.
+Compile time is excluded (every numba kernel is warmed up first). (1) and (3) run with single-threaded BLAS
+for every contestant (numba's kernels always do inside prange). Timings on a shared machine are inflated by
+contention; the ratios within one run are the fair numbers.
 """
 import argparse
 import os
@@ -116,12 +117,19 @@ def main():
     ap.add_argument("--trials", type=int, default=10_000)
     ap.add_argument("--only", choices=["1", "2", "3"], default=None)
     a = ap.parse_args()
+    # (1) and (3) run with single-threaded BLAS for all contestants (numba's kernels always do, inside prange):
+    # the same per-core work; multi-threaded OpenBLAS on a loaded 2-core machine stalls (we saw the bare QR
+    # floor take 20x longer than the whole single-threaded numba loop).
+    from sims.random_matrix import _blas_single_thread
+
     if a.only in (None, "1"):
-        bench_lyapunov(a.n, a.L)
+        with _blas_single_thread():
+            bench_lyapunov(a.n, a.L)
     if a.only in (None, "2"):
         bench_partial_jacobian()
     if a.only in (None, "3"):
-        bench_mc_rank(a.trials)
+        with _blas_single_thread():
+            bench_mc_rank(a.trials)
 
 
 if __name__ == "__main__":
