@@ -22,8 +22,24 @@ from verify.registry import Result, check
 
 
 def shared_sweep(quick: bool, device="cpu") -> dict:
+    """The granularity sweep shared by several fg checks, run through the resumable sweep runner.
+
+    On CPU every point is one task of ``verify.sweep`` (a local process pool, one file per point under
+    ``$THEORYLAB_CACHE/sweeps/``), so an interrupted ``make verify`` resumes and the two cores train two
+    points at once; on another device the points run in this process (plain loop, cached).
+    """
+    import os
+    from pathlib import Path
+
+    from verify.sweep import sweep_runner
+
     s = sweep_settings(quick)
-    return granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"], device=device)
+    runner = None
+    if str(device) == "cpu":
+        out = Path(os.environ.get("THEORYLAB_CACHE", ".theorylab_cache")) / "sweeps" / (
+            "granularity_quick" if quick else "granularity")
+        runner = sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)
+    return granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"], runner=runner, device=device)
 
 
 def _one_thread(fn):
