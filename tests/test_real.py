@@ -213,3 +213,25 @@ def test_real_checks(cid):
     out = run_quick(cid)
     assert out.status == "pass", (out.error, out.measured, out.details)
     assert out.negative_control_result == "failed as it should"
+
+
+# ------------------------------------------------------------------------------------------------ analyze CLI
+def test_analyze_cli_on_a_tiny_user_model(tiny, tmp_path, monkeypatch):
+    from verify.cli import main
+
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "an"
+    rc = main(["analyze", "--model", "tinymod:make", "--weights", str(tiny["weights"]), "--images",
+               str(tiny["images"]), "--crops", "48", "--input-size", "32", "--categories", "3", "--out", str(out)])
+    assert rc == 0
+    text = (out / "ANALYZE.md").read_text()
+    assert "Table 1" in text and "ClsDim" in text and "agreement with the unmodified model" in text
+    assert (out / "figs" / "cls_dim.png").exists()
+    # bad input: clear errors, exit code 2
+    assert main(["analyze", "--model", "tinymod:make", "--images", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    bad = tmp_path / "bad.pt"
+    torch.save({"m": torch.nn.Linear(2, 2)}, bad)
+    assert main(["analyze", "--model", "tinymod:make", "--weights", str(bad), "--images", str(tiny["images"]),
+                 "--out", str(out)]) == 2
+    assert main(["analyze", "--model", "tinymod:make_flat", "--images", str(tiny["images"]), "--crops", "16",
+                 "--input-size", "32", "--out", str(out)]) == 2

@@ -24,14 +24,16 @@ def n_crops(quick: bool) -> int:
 
 
 def outputs_of(spec, imageset, n: int, seed: int = 0, aug: Augmentation | None = None, batch_size: int = 32,
-               device: str = "cpu", progress: bool | None = None, keep_features: bool = True) -> dict:
+               device: str = "cpu", progress: bool | None = None, keep_features: bool = True,
+               limit: int | None = None) -> dict:
     """Capture logits (and features) of ``spec`` on ``n`` seeded crops of ``imageset`` (no caching).
 
     Returns float32 ``logits`` (n, classes), ``features`` (n, d), int ``source`` (n,), float64 ``W``, ``b``
     and the float64 second moment ``cov`` = E[f fᵀ] of the logits from the streaming accumulator.
     """
     aug = aug or Augmentation(size=spec.input_size)
-    plan = crop_plan(imageset, n, aug, seed)
+    plan = crop_plan(imageset, n, aug, seed)[:limit]
+    n = len(plan)
     layers = {"logits": "output", "features": f"{spec.classifier}:input"}
     keep = ("logits", "features") if keep_features else ("logits",)
     batches = crop_batches(imageset, plan, aug, batch_size=batch_size, normalize=spec.normalize,
@@ -47,11 +49,12 @@ def outputs_of(spec, imageset, n: int, seed: int = 0, aug: Augmentation | None =
 
 
 def real_outputs(model: str = "lite0", n: int = FULL_CROPS, seed: int = 0, device: str = "cpu",
-                 progress: bool | None = None) -> dict:
+                 progress: bool | None = None, limit: int | None = None) -> dict:
     """Cached :func:`outputs_of` for a default model (``lite0`` / ``lite1``) on the 17 photographs.
 
     Keyed by model + weights + normalisation, the image set's content hash, the augmentation, ``n``, ``seed``.
     The crops of Lite1 are the same regions as Lite0's (same plan), resized to 240 instead of 224.
+    ``limit``: only the first ``limit`` crops of the n-crop plan (row k is the same crop as row k of the full run).
     """
     spec = None
     ims = photographs()
@@ -62,11 +65,13 @@ def real_outputs(model: str = "lite0", n: int = FULL_CROPS, seed: int = 0, devic
         raise ValueError(f"model: {model!r} is not one of {sorted(DEFAULT_MODELS)}")
     params = {"version": VERSION, "model": model, "normalize": "imagenet", "images": ims.key, "aug": aug.key,
               "n": int(n), "seed": int(seed)}
+    if limit is not None:
+        params["limit"] = int(limit)
 
     def compute():
         nonlocal spec
         spec = default_model(model, device=device)
-        out = outputs_of(spec, ims, n, seed, aug, device=device, progress=progress)
+        out = outputs_of(spec, ims, n, seed, aug, device=device, progress=progress, limit=limit)
         out["names"] = np.array(ims.names)
         return out
 
