@@ -229,21 +229,28 @@ def baseline_model(p: TaskParams, seed: int, device: str = "cpu"):
     return model, task
 
 
-def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str = "cpu", theta_iter: int = 100) -> dict:
+def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str = "cpu", theta_iter: int = 100,
+                              sparse_rho: float | None = None) -> dict:
     """ND Sec 3.2 protocol on the mixture: f_base on n₁ = n_classes − n_new classes, Θ on its frozen logits.
 
     Returns accuracies (fractions) of f_all = [f_base, f_base Θ], of f_baseline (all classes), and of the
     negative control Θ_shuffled (labels permuted among the new-class training samples); per-class new-class
     accuracies; Θ; the paired-difference standard errors; the relative CovLasso floor R (ND A31) of each
     baseline new-class logit given the base logits (how linear the retrained new logits are in f_base).
+
+    ``sparse_rho``: also the sparse reading (ND Sec 2.4, between networks): each f_baseline new logit as the
+    CovLasso combination (λ = sparse_rho·λ_max, Cov = E[f fᵀ] of [f_base, f_baseline,k] on the training set) of the
+    base logits; reports its support sizes and the within-new-class accuracy of f_base Θ_CovLasso.
     """
     import torch
 
     p.validate()
     if not 1 <= n_new < p.n_classes:
         raise ValueError(f"n_new: must be in [1, n_classes) = [1, {p.n_classes}), got {n_new}")
+    if sparse_rho is not None and not 0 < sparse_rho < 1:
+        raise ValueError(f"sparse_rho: must be in (0, 1) or None, got {sparse_rho}")
     params = {"version": VERSION, "task": _task_params_dict(p), "n_new": int(n_new), "seed": int(seed),
-              "theta_iter": int(theta_iter)}
+              "theta_iter": int(theta_iter), "sparse_rho": sparse_rho}
 
     def compute():
         n1 = p.n_classes - n_new
@@ -282,6 +289,15 @@ def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str 
         out["relative_floor_new_on_base"] = np.array(
             [dep.relative_floor(cov[np.ix_(list(range(n1)) + [n1 + k], list(range(n1)) + [n1 + k])])[n1]
              for k in range(n_new)])
+        if sparse_rho is not None:
+            g_tr = logits_of(full, xtr, device)[:, n1:]
+            theta_cl = np.zeros((n1, n_new))
+            for k in range(n_new):
+                jt = np.concatenate([ftr, g_tr[:, k:k + 1]], 1)
+                theta_cl[:, k] = covlasso(second_moment(jt), n1, rho=sparse_rho)[:n1]
+            new_te = yte >= n1
+            out["acc_new_within_covlasso"] = float(np.mean((fte[new_te] @ theta_cl).argmax(1) + n1 == yte[new_te]))
+            out["covlasso_support"] = (theta_cl != 0).sum(0)
         return out
 
     with single_thread():
@@ -400,7 +416,7 @@ def regularizer_experiment(p: TaskParams, seed: int, *, epochs: int = 10, weight
 # the same cache. quick: 100 classes (90 base + 10 new); full: 120 classes (100 base + 20 new), 30 fine-tuning
 # epochs as ND App. C.
 QUICK = {"task": TaskParams(n_classes=100, n_train=80, n_test=50, hidden=96, epochs=10), "n_new": 10, "ft_epochs": 30}
-FULL = {"task": TaskParams(), "n_new": 20, "ft_epochs": 30}
+FULL = {"task": TaskParams(), "n_new": 20, "ft_epochs": 30, "sparse_rho": 0.01}
 REG_WEIGHT = 0.2  # ND App. C: "The loss weight for the regularization term is set to 0.2"
 REG_RHO = 0.1  # CovLasso λ = 0.1·λ_max(i) for the tracked coefficient
 
@@ -412,7 +428,7 @@ def standard_sizes(quick: bool) -> dict:
 def new_categories_result(quick: bool, seed: int = 0, device: str = "cpu") -> dict:
     """:func:`new_categories_experiment` at the standard quick/full sizes."""
     s = standard_sizes(quick)
-    return new_categories_experiment(s["task"], s["n_new"], seed, device)
+    return new_categories_experiment(s["task"], s["n_new"], seed, device, sparse_rho=s.get("sparse_rho"))
 
 
 def regularizer_result(quick: bool, seed: int = 0, device: str = "cpu") -> dict:

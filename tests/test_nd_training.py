@@ -92,6 +92,11 @@ def test_tiny_experiments_are_cached_and_deterministic(tiny_cache):
     assert len(list((tiny_cache / "cache" / "results").glob("nd_training_new_categories-*.npz"))) == 1
     with pytest.raises(ValueError, match="n_new"):
         dt.new_categories_experiment(TINY, 12, seed=5)
+    with pytest.raises(ValueError, match="sparse_rho"):
+        dt.new_categories_experiment(TINY, 3, seed=5, sparse_rho=2.0)
+    sp = dt.new_categories_experiment(TINY, 3, seed=5, sparse_rho=0.05)
+    assert sp["covlasso_support"].shape == (3,) and np.all(sp["covlasso_support"] <= 9)
+    assert sp["acc_all_dependency"] == r1["acc_all_dependency"]  # same models, one more reading
     reg = dt.regularizer_experiment(TINY, seed=5, epochs=2, n_candidates=6)
     assert reg["penalised_coef"].shape == (3, 2) and reg["penalised_acc"].shape == (3,)
     assert reg["penalised_coef"][0, 0] == reg["unpenalised_coef"][0, 0]  # same starting model

@@ -54,6 +54,12 @@ def new_categories(ctx, planted):
             [float(np.median(r["relative_floor_new_on_base"])), float(np.max(r["relative_floor_new_on_base"]))],
         "Θ": f"{n1}×{n2}, fit by full-batch L-BFGS on CE([f_base, f_base Θ]) over the whole training set",
     }
+    if "acc_new_within_covlasso" in r:
+        sup = np.asarray(r["covlasso_support"])
+        details["sparse reading: f_baseline's new logits as CovLasso combinations of f_base's (ρ = "
+                f"{sizes(ctx.quick)['sparse_rho']:g})"] = {
+            "support per new class (median, min, max)": [float(np.median(sup)), int(sup.min()), int(sup.max())],
+            "accuracy within new classes of f_base Θ_CovLasso %": 100 * r["acc_new_within_covlasso"]}
     finding = None
     if not holds and not planted:
         finding = (f"f_all loses {-diff_all:.2f} pp on all classes (allowed {tol_all:.2f}) and {-diff_new:.2f} pp "
