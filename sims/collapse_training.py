@@ -182,7 +182,7 @@ def training_runs(quick: bool = False, seed: int = 0, device: str = "cpu") -> di
     """Both tasks, cached on disk: {task: {key: array}} (keys ``train__vci``, ``test__fuzziness``, ``epoch`` …)."""
     res = {}
     for task in TASKS:
-        params = {"version": 1, "task": task, "quick": quick, "seed": seed,
+        params = {"version": 1, "task": task, "quick": quick, "seed": seed, "device": device,
                   "epochs": 30 if quick else 60, "record_every": 3 if quick else 2}
         res[task] = cached(f"vc_training_{task}", params,
                            lambda: train_run(task, params["epochs"], params["record_every"], seed, quick, device))
