@@ -41,10 +41,12 @@ def bench_lyapunov(n, L):
     t_np, s_np = best_of(lambda: rm.lyapunov_spectrum_numpy(n, L, np.random.default_rng(1)))
     pool = [np.asfortranarray(np.random.default_rng(i).standard_normal((n, n))) for i in range(8)]
 
+    lw = 64 * n  # blocked Householder (f2py's default lwork = 3n would force the unblocked level-2 code)
+
     def floor():
         for i in range(L):
-            qr, tau, work, info = lapack.dgeqrf(pool[i % 8])
-            lapack.dorgqr(qr, tau)
+            qr, tau, work, info = lapack.dgeqrf(pool[i % 8], lwork=lw)
+            lapack.dorgqr(qr, tau, lwork=lw)
 
     t_fl, _ = best_of(floor)
     t_mm, _ = best_of(lambda: [pool[i % 8] @ pool[(i + 1) % 8] for i in range(L)])
