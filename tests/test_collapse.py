@@ -127,3 +127,17 @@ def test_bad_input_constructors():
         vc.vci(np.random.default_rng(0).normal(size=(4, 2)), np.array([0, 0, 2, 2]))
     with pytest.raises(ValueError, match="rank"):
         vc.vci(*_data(), rank="bogus")
+
+
+def test_pickle_drops_scratch_and_float32_input():
+    import pickle
+
+    H, y = _data()
+    st = vc.ClassStats(6, 4).update(H.astype(np.float32), y)
+    blob = pickle.dumps(st)
+    assert len(blob) < 10_000  # no (batch × p) scratch buffers shipped
+    back = pickle.loads(blob)
+    ref = vc.ClassStats.from_features(H.astype(np.float32).astype(np.float64), y)
+    np.testing.assert_allclose(back.sigma_w(), ref.sigma_w(), atol=1e-12)
+    back.update(H, y)  # still usable after unpickling
+    assert back.n == 2 * len(y)

@@ -139,6 +139,10 @@ class ClassStats:
         self._absorb(classes, cnt, mean_b, m2, unit_b, corrected=True)
         return self
 
+    def __getstate__(self) -> dict:
+        """Pickle (e.g. to ship partial statistics between workers) without the scratch buffers."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_work", "_conv")}
+
     def _buffer(self, name: str, b: int) -> np.ndarray:
         """A (b, p) float64 scratch view of a buffer kept across updates: fresh b×p allocations cost more
         in page faults than the arithmetic on them. Its size is the largest batch seen, never N."""
