@@ -111,7 +111,7 @@ def table1_metrics(ctx, planted):
                      "case, 30 %",
     negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the crops "
                      "(same marginals, no joint structure), so no sparse combination can predict the target",
-    figures=("rd.real_partial_rank",),
+    figures=("nd.real_dependency_graph",),
 )
 def independence_deficit(ctx, planted):
     """RD Eq 11–12 on W F(x) (the final features times the last dense layer, without its bias).
@@ -123,7 +123,7 @@ def independence_deficit(ctx, planted):
     G = d["features"].astype(np.float64) @ d["W"].T
     b = d["b"]
     fit, test = _split(ctx, len(G))
-    cats = _targets(G + b, test, 4 if ctx.quick else 8)
+    cats = _targets(G + b, test, 4 if ctx.quick else 6)
     rng = ctx.rng("permute")
     rows = []
     for i in cats:
