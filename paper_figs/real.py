@@ -210,7 +210,7 @@ def fig_cls_dim(quick: bool):
     return draw_cls_dim(c, title=f"Lite0 ClsDim on {c['n']} photograph crops (not ImageNet)")
 
 
-BETWEEN_LIMIT = {True: 128, False: 768}
+BETWEEN_LIMIT = {True: 64, False: 512}  # Lite1 crops (the first of the Lite0 plan): Lite1 costs ~2× Lite0
 
 
 @figure("nd.real_between_networks", answers="ND Fig 2 e–f, Sec 2.4",

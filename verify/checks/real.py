@@ -181,7 +181,7 @@ def cls_dim_check(ctx, planted):
     k = r["cls_dim"]
     n = F.shape[0]
     holds = k is not None and k <= pc.d / 2 and k < n - 1
-    details = {"ambient d": pc.d, "crops N": n, "sample bound N-1": n - 1, "bisection": r,
+    details = {"images": "NOT ImageNet: crops of the 17 scikit-image/scikit-learn photographs", "ambient d": pc.d, "crops N": n, "sample bound N-1": n - 1, "bisection": r,
                "accuracy": "agreement with the full model's predictions (the photographs have no ImageNet labels)"}
     if k is not None and not planted:
         fit, test = _split(ctx, n)
