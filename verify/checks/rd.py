@@ -328,9 +328,9 @@ def _decay_fit(sums, cp):
 
 @check(
     "rd.general_centralization", equation="Thm 4, Eq 9", kind="sim",
-    tolerance="every k ≥ 2: μ_k > 0 with z ≥ 5, μ_k·L_max ≥ 1, log(σ_k/σ_1) linear in L (beats a power of L)",
+    tolerance="every k ≥ 2: μ_k > 0 with z ≥ 4, μ_k·L_max ≥ 1, log(σ_k/σ_1) linear in L (beats a power of L)",
     tolerance_reason="Eq 9 says log(σ_k/σ_1) ≈ −μ_k L: we fit the Benettin log-ratios at 16–30 depths, require the "
-                     "slope to be negative beyond 5 standard errors (spread of per-trial slopes), at least an e-fold "
+                     "slope to be negative beyond 4 standard errors (spread of per-trial slopes), at least an e-fold "
                      "decay over the run (μ_k·L_max ≥ 1, so rounding-level slopes do not count) and the linear-in-L "
                      "model to beat a + b log L; exactly collapsed directions (σ_k = 0, ReLU masks) count as decayed",
     negative_control="Haar orthogonal layers (no spectrum spread: σ_k/σ_1 = 1 at every depth) must fail",
@@ -343,7 +343,7 @@ def general_centralization(ctx, planted):
     ok, per = True, {}
     for dist in dists:
         rates, zs, bexp, collapsed = _decay_fit(d[f"sums_{dist}"], cp)
-        good = bool(rates or collapsed) and all(zs[k] >= 5 and bexp[k] and rates[k] * cp[-1] >= 1.0 for k in rates)
+        good = bool(rates or collapsed) and all(zs[k] >= 4 and bexp[k] and rates[k] * cp[-1] >= 1.0 for k in rates)
         ok &= bool(good)
         ks = sorted(rates)
         per[dist] = {"exponential": bool(good),
@@ -365,11 +365,12 @@ def general_centralization(ctx, planted):
 
 @check(
     "rd.mlp50_decay", equation="Fig 1 d–f, Thm 5", kind="sim",
-    tolerance="exponential fits log-rank better than a power law, and the rank falls below half by L = 50",
+    tolerance="local decay rate per layer constant within 25% (L 10→25 vs 25→50) and rank(50) < n/2",
     figures=("rd.fig1_mlp50",),
-    tolerance_reason="the paper calls the fall exponential; we fit log rank = a − bL and log rank = a − b log L by least "
-                     "squares over every depth 1..50 (log rank interpolated between measured depths; both curves, mean "
-                     "of three weight draws) and call it exponential only if its residual is the smaller one",
+    tolerance_reason="an exponential n·C^L has a constant decay rate −Δlog rank/ΔL; we compare the rate over L 10→25 "
+                     "with the rate over 25→50 (mean of three weight draws, both curves) and allow 25% (a power L^-b "
+                     "gives a ratio of 0.45). We also fit log rank = a − bL and a − b log L over every depth 1..50 "
+                     "(interpolated) and report which is closer, but that comparison flips with the seed at n = 200",
     negative_control="the same measurement on an MLP with Haar orthogonal weights (no rank loss): the fall test must fail",
 )
 def mlp50_decay(ctx, planted):
@@ -396,7 +397,8 @@ def mlp50_decay(ctx, planted):
         sse_e, sse_p = float(np.sum((A @ ce - y) ** 2)), float(np.sum((B @ cpw - y) ** 2))
         lr = lambda a, b: float((np.interp(a, grid, y) - np.interp(b, grid, y)) / (b - a))  # noqa: E731
         fall = m[-1] / n
-        verdicts.append(sse_e < sse_p and fall < 0.5)
+        rate_ratio = lr(25, 50) / lr(10, 25) if lr(10, 25) > 0 else float("nan")
+        verdicts.append(bool(np.isfinite(rate_ratio) and abs(np.log(rate_ratio)) <= np.log(1.25) and fall < 0.5))
         pred = R.psi_law_rank(n, L, d["eps"] if key == "jac_rank" else np.sqrt(d["eps"]))
         fits[key] = {"rank at L=1, 10, 50 (mean of draws)": [_fmt(m[list(L).index(v)], 1) for v in (1, 10, 50) if v in L],
                      "ψ-law prediction at L=1, 10, 50": [int(pred[list(L).index(v)]) for v in (1, 10, 50) if v in L],
@@ -406,6 +408,7 @@ def mlp50_decay(ctx, planted):
                      "better fit": "exponential" if sse_e < sse_p else "power law",
                      "local decay rate per layer, L 10→25 vs 25→50 (constant if exponential)":
                          [_fmt(lr(10, 25), 4), _fmt(lr(25, 50), 4)],
+                     "late/early rate ratio (exponential 1, L^-b 0.45)": _fmt(rate_ratio, 3),
                      "rank(L_max)/n": _fmt(fall, 3)}
     grid = np.arange(1.0, L.max() + 1)
     yj = np.log(R.psi_law_rank(n, grid, d["eps"]).astype(float))
@@ -415,6 +418,8 @@ def mlp50_decay(ctx, planted):
     sp_psi = np.sum((B @ np.linalg.lstsq(B, yj, rcond=None)[0] - yj) ** 2)
     psi_form = "an exponential" if se_psi < sp_psi else "a power law"
     fits["ψ-law Jacobian curve: SSE exp / power"] = [_fmt(se_psi, 4), _fmt(sp_psi, 4)]
+    lpsi = lambda a, b: float((np.interp(a, grid, yj) - np.interp(b, grid, yj)) / (b - a))  # noqa: E731
+    fits["ψ-law Jacobian curve: late/early rate ratio"] = _fmt(lpsi(25, 50) / lpsi(10, 25), 3)
     holds = all(verdicts)
     finding = None
     if not holds and not planted:
@@ -425,18 +430,21 @@ def mlp50_decay(ctx, planted):
                          f"SSE {f['exponential fit: rate per layer, SSE(log)'][1]}; power L^-{f['power fit: exponent, SSE(log)'][0]}, "
                          f"SSE {f['power fit: exponent, SSE(log)'][1]}); measured at L = 1, 10, 50: "
                          f"{f['rank at L=1, 10, 50 (mean of draws)']} vs ψ-law {f['ψ-law prediction at L=1, 10, 50']}")
-        expo = [lab for key, lab in (("jac_rank", "the Jacobian rank"), ("feat_dim", "the feature dimension"))
-                if fits[key]["better fit"] == "exponential"]
-        finding = (f"MLP-{st['depth']} of width {n}: the paper's 'exponential' fall holds for "
-                   f"{' and '.join(expo) if expo else 'neither curve'}, not for both. " + "; ".join(parts)
-                   + f". Over these depths the ψ-law rank curve itself (same ε) is fitted better by {psi_form}. "
+        finding = (f"MLP-{st['depth']} of width {n}: the fall is not exponential. The decay rate per layer drops from "
+                   f"L 10→25 to 25→50 by a factor {fits['jac_rank']['late/early rate ratio (exponential 1, L^-b 0.45)']} "
+                   f"(Jacobian rank) and {fits['feat_dim']['late/early rate ratio (exponential 1, L^-b 0.45)']} (feature "
+                   "dimension), where an exponential keeps it at 1 and a power of L gives 0.45: the curves lie between "
+                   "the two forms. " + "; ".join(parts)
+                   + f". Over these depths the ψ-law rank curve itself (same ε) is fitted better by {psi_form}, with a "
+                   f"late/early rate ratio {fits['ψ-law Jacobian curve: late/early rate ratio']}. "
                    "With ε fixed, Rank_ε ≈ #{k : ψ((n−k+1)/2) − ψ(n/2) ≥ 2 log ε / L} ≈ n(1 − ε^(2/L)), which tends to "
                    "2n|log ε|/L (a power of L) once L ≫ 2|log ε|: Thm 5's exponential is in σ_k/σ_1, not in the rank "
                    "at a fixed tolerance. The measured ranks lie below the ψ-law at every depth: the asymptotic "
                    f"law drops the O(1) offsets of log σ_k (at L = 1 it puts σ_n/σ_1 at e^(λ_n−λ_1) = "
                    f"{np.exp(R.lyapunov_law(n)[-1] - R.lyapunov_law(n)[0]):.3g}, while a square Gaussian matrix has "
                    f"σ_n/σ_1 ≈ 1/(2n) = {1 / (2 * n):.2g}).")
-    return Result(measured={k: fits[k]["better fit"] for k in ("jac_rank", "feat_dim")}, expected="exponential",
+    return Result(measured={k: fits[k]["late/early rate ratio (exponential 1, L^-b 0.45)"] for k in ("jac_rank", "feat_dim")},
+                  expected="rate ratio 1 (exponential)",
                   holds=bool(holds),
                   finding=finding,
                   details={"fits": fits, "n": n, "depths": [int(v) for v in L], "draws": st["draws"],
