@@ -166,6 +166,7 @@ def draw_between(bt: dict, names=None, labels=("Lite0", "Lite1")):
         a.text(xi + 0.2, 100 * r["between"]["rel_err"] + 1, str(r["between"]["support"]), ha="center", fontsize=7)
     a.set_xticks(x, [_name(r["category"], names) for r in rows], rotation=30, fontsize=8)
     a.set_ylabel("held-out relative error (%)")
+    a.set_ylim(0, 135 * max(max(r["between"]["rel_err"], r["within"]["rel_err"]) for r in rows))
     a.set_title(f"Sec 2.4: logit i predicted by sparse {labels[0]} logits (numbers: support)", fontsize=9)
     a.legend(fontsize=8)
     r0 = rows[0]

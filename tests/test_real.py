@@ -183,6 +183,9 @@ def test_covlasso_path_matches_the_reference_solver():
                 np.testing.assert_allclose(th, ref, atol=1e-6)
                 assert A.kkt_residual(C, i, rho * lm, th) < 1e-6
     np.testing.assert_array_equal(A.covlasso_path(C, 0, [1.01 * A.lambda_max_i(C, 0)])[0], -np.eye(12)[0])
+    from theory.covlasso import covlasso
+
+    np.testing.assert_allclose(A.covlasso_rho(C, 3, 0.2), covlasso(C, 3, rho=0.2), atol=1e-7)
 
 
 def test_dependency_metrics_on_an_exact_dependency():
