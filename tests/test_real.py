@@ -81,6 +81,16 @@ def test_capture_streams_moments_that_match_the_kept_rows(tiny):
     np.testing.assert_allclose(sw, direct, atol=1e-6)
 
 
+def test_capture_streams_vc_class_stats(tiny):
+    """VCI from the streamed ClassStats (no activations kept) equals VCI of the kept features (VC Eq 3)."""
+    from theory.collapse import vci
+
+    import tinymod
+
+    res = capture(tinymod.make(), _batches(48), {"feat": "head:input"}, keep=("feat",), n_classes=3, progress=False)
+    assert np.isclose(vci(res.classes["feat"]), vci(res.kept["feat"].astype(float), res.labels), rtol=1e-5)
+
+
 def test_second_moment_merge_equals_one_pass():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(50, 4))

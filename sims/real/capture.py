@@ -166,13 +166,17 @@ def _as_rows(t, spec: str) -> np.ndarray:
 
 
 def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=(), class_stats: bool = True,
-            progress: bool | None = None, total: int | None = None, desc: str = "capture") -> CaptureResult:
+            n_classes: int | None = None, progress: bool | None = None, total: int | None = None,
+            desc: str = "capture") -> CaptureResult:
     """Run ``model`` on ``batches`` with forward hooks on ``layers`` and stream their statistics.
 
     ``batches``: iterable of ``x`` or ``(x, y)`` (y: integer labels, e.g. the source photograph, used for
     class statistics). ``layers``: dict name → spec, a list of specs, or None (= ``{"logits": "output"}``).
     ``keep``: names whose rows are kept (float32) in ``result.kept``. The model's output must be 2-D
     logits (batch, classes); ``result.predictions`` is their argmax. Runs under ``torch.inference_mode``.
+    ``n_classes``: when given, the class statistics are :class:`theory.collapse.ClassStats` (labels in
+    [0, n_classes)), so ``theory.collapse.vci(result.classes[name])`` etc. work without keeping activations;
+    otherwise :class:`ClassMoments` (any integer labels).
     ``progress``: tqdm bar (None: only on a terminal); ``total``: number of batches for the bar.
     """
     import torch
@@ -193,7 +197,7 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
         raise ValueError(f"keep: {unknown} are not among the captured layers {list(layers)}")
     targets = {name: _resolve(model, spec) for name, spec in layers.items()}
     moments = {name: SecondMoment() for name in layers}
-    cls = {name: ClassMoments() for name in layers}
+    cls = {name: ClassMoments() for name in layers} if n_classes is None else {}
     kept = {name: [] for name in keep}
     current: dict = {}
     handles = []
@@ -244,6 +248,10 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
                     rows = _as_rows(t, spec)
                     moments[name].update(rows)
                     if yb is not None and class_stats:
+                        if name not in cls:  # n_classes given: VC's mergeable ClassStats, created at the first batch
+                            from theory.collapse import ClassStats
+
+                            cls[name] = ClassStats(rows.shape[1], int(n_classes))
                         cls[name].update(rows, yb)
                     if name in kept:
                         kept[name].append(rows.astype(np.float32))
