@@ -9,30 +9,18 @@ The real-model versions belong to the real-model issue.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from paper_figs.registry import figure
+from sims.threads import single_threaded
 from sims.nd_models import massive_category_logits
 from sims.spd import gram
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_all, covlasso_path
 
 
-def _one_blas_thread(fn):
-    """Draw with single-threaded BLAS: the matrices are small, where BLAS threads only add synchronisation."""
-
-    @functools.wraps(fn)
-    def wrapper(quick):
-        try:
-            from threadpoolctl import threadpool_limits  # comes with scikit-learn; optional
-        except ImportError:
-            return fn(quick)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return fn(quick)
-
-    return wrapper
+# Draw with single-threaded BLAS: the matrices are small, where BLAS threads only add synchronisation.
+_one_blas_thread = single_threaded(torch_threads=None, user_api="blas")
 
 
 def _model(quick: bool, seed: int = 0):

@@ -94,14 +94,10 @@ def train_run(task: str = "digits", epochs: int = 60, record_every: int = 5, see
     Runs torch with one intra-op thread (restored afterwards): these nets are tiny, and on a shared 2-core
     machine multi-threaded kernels made the run ~100× slower.
     """
-    import torch
+    from sims.threads import single_threaded
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_threaded(blas_threads=None):
         return _train_run(task, epochs, record_every, seed, quick, device, lr, weight_decay)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train_run(task, epochs, record_every, seed, quick, device, lr, weight_decay) -> dict:

@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 
 from sims.cache import cached
+from sims.threads import single_threaded
 from theory import dependency as dep
 from theory.covlasso import covlasso
 
@@ -184,30 +185,10 @@ def _task_params_dict(p: TaskParams) -> dict:
     return dataclasses.asdict(p)
 
 
-class single_thread:
-    """Run torch and BLAS on one thread inside the block (restored after): these models are tiny, and on a
-    shared 2-core machine OpenMP spin-waiting made a 256-sample backward pass 50× slower."""
-
-    def __enter__(self):
-        import torch
-
-        self._torch = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            from threadpoolctl import threadpool_limits
-
-            self._limits = threadpool_limits(1)
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            self._limits = None
-        return self
-
-    def __exit__(self, *exc):
-        import torch
-
-        torch.set_num_threads(self._torch)
-        if self._limits is not None:
-            self._limits.restore_original_limits()
-        return False
+def single_thread():
+    """Torch and BLAS on one thread inside the block (restored after): these models are tiny, and on a shared
+    2-core machine OpenMP spin-waiting made a 256-sample backward pass 50× slower (see :mod:`sims.threads`)."""
+    return single_threaded()
 
 
 def baseline_model(p: TaskParams, seed: int, device: str = "cpu"):

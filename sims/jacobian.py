@@ -22,31 +22,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
+
+from sims.threads import single_threaded  # noqa: F401  (re-exported: J.single_threaded())
 from torch.func import jvp, vjp, vmap
 
 from theory.rank import float32_eps_rule, numerical_rank
 
 
-class single_threaded:
-    """Context: torch intra-op threads = 1 and single-threaded BLAS/OpenMP, restored on exit.
-
-    For the many small Jacobians of the checks: on a shared 2-core machine, thread pools spin-waiting
-    for descheduled workers make small ops 5–10× slower than one thread.
-    """
-
-    def __enter__(self):
-        from sims.random_matrix import _blas_single_thread
-
-        self._n = torch.get_num_threads()
-        torch.set_num_threads(1)
-        self._blas = _blas_single_thread(None)
-        self._blas.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self._blas.__exit__(*exc)
-        torch.set_num_threads(self._n)
-        return False
+# ``single_threaded()``: torch and BLAS on one thread, for the many small Jacobians of the checks
+# (on a shared 2-core machine spin-waiting thread pools make small ops 5–10× slower); see sims.threads.
 
 
 def _check_tensor(x, name="x") -> torch.Tensor:

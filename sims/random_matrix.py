@@ -29,21 +29,15 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from sims.threads import single_threaded
+
+
 def _blas_single_thread(user_api="blas"):
     """Single-threaded BLAS/LAPACK (and OpenMP with ``user_api=None``) for the duration of a block.
 
     Inside a prange region BLAS must run single-threaded: OpenBLAS called from an OpenMP parallel region
-    warns that it may hang, and nested threads oversubscribe the cores. On a shared 2-core machine,
-    multi-threaded BLAS on matrices of a few hundred also runs 4× slower than one thread (spin-waiting
-    threads descheduled by other processes). threadpoolctl (installed with scikit-learn) does it;
-    without it, nothing is changed."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api=user_api)
+    warns that it may hang, and nested threads oversubscribe the cores (see :mod:`sims.threads`)."""
+    return single_threaded(torch_threads=None, user_api=user_api)
 
 
 DISTS = {"gaussian": 0, "relu": 1, "orthogonal_diag": 2, "heavy_tailed": 3, "orthogonal": 4}

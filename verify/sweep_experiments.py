@@ -247,12 +247,10 @@ def _multiview(params: dict, seed: int) -> dict:
 
     config = _call_params(params)
     config.setdefault("seed", seed)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # reductions in one fixed order: the same floats on any machine's CPU
-    try:
+    from sims.threads import single_threaded
+
+    with single_threaded(blas_threads=None):  # reductions in one fixed order: the same floats on any CPU
         return run_experiment(config, device="cpu", progress=False)
-    finally:
-        torch.set_num_threads(threads)
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -5,12 +5,12 @@ subclass features (Def C.1 / G.1), and the end-of-training responses to common v
 """
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 
 from sims.multiview.data import DataModel
+from sims.threads import single_threaded
 from sims.multiview.learner import TwoLayerReLU, coarse_scores, lucky_mask, mistakes
 
 
@@ -55,19 +55,11 @@ def _responses(net: TwoLayerReLU, data: DataModel, V, lucky, common_m, sub_m, n_
     return out
 
 
-@contextlib.contextmanager
 def torch_threads(n: int | None):
-    """Run with ``n`` intra-op threads (restored afterwards). The trainer's matrices are small (≈ 512 × 1600):
-    on a shared 2-core machine one thread is up to 10× faster than two that wait for each other."""
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    """Run with ``n`` intra-op threads (restored afterwards; ``None``: unchanged). The trainer's matrices are
+    small (≈ 512 × 1600): on a shared 2-core machine one thread is up to 10× faster than two that wait for
+    each other (see :mod:`sims.threads`)."""
+    return single_threaded(torch_threads=n, blas_threads=None)
 
 
 def train(data: DataModel, *, labels: str, m: int, c_b: float, sigma0: float, eta: float, steps: int, batch: int,

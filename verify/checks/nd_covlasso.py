@@ -8,12 +8,12 @@ and closed forms (:mod:`theory.dependency`) are the independent sides of the com
 """
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
 
 from sims.cache import atomic_write_text
+from sims.threads import single_threaded
 from sims.nd_models import massive_category_logits, two_networks
 from sims.spd import gram, lowrank_logits, spd_with_condition
 from theory import dependency as dep
@@ -24,20 +24,9 @@ from verify.registry import Result, check
 KKT_TOL = 1e-9  # KKT residual in units of λ_max(i): the exact solver reaches rounding level (~1e-15)
 
 
-def _one_blas_thread(fn):
-    """Run a comparison with single-threaded BLAS: its matrices are small (n ≤ 200), where BLAS threads only
-    add synchronisation (tens of ms per call on a loaded 2-core machine)."""
-
-    @functools.wraps(fn)
-    def wrapper(ctx, planted):
-        try:
-            from threadpoolctl import threadpool_limits  # comes with scikit-learn; optional
-        except ImportError:
-            return fn(ctx, planted)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return fn(ctx, planted)
-
-    return wrapper
+# Run a comparison with single-threaded BLAS: its matrices are small (n ≤ 200), where BLAS threads only
+# add synchronisation (tens of ms per call on a loaded 2-core machine).
+_one_blas_thread = single_threaded(torch_threads=None, user_api="blas")
 
 
 def _split(c: np.ndarray, i: int):
