@@ -309,6 +309,14 @@ def _homotopy(cov, i, mu_stop, record, max_steps):
                 mus[nrec] = mu
                 for q in range(n):
                     ths[nrec, q] = t[q]
+                # the same rule as for the final θ: an active coefficient on the wrong side of 0 is 0. A
+                # periodic refresh right at a join gives the joiner a rounding-level value (~1e-16) of either
+                # sign; recorded as is, it broke exact zeros and KKT (residual ~λ) at ~2.5% of breakpoints
+                for p in range(k):
+                    if t[act[p]] * sgn[p] < 0.0:
+                        ths[nrec, act[p]] = 0.0
+                if event == 1 and state[who] == 1:
+                    ths[nrec, who] = 0.0  # a joiner is exactly 0 at the breakpoint where it joins
                 ths[nrec, i] = -1.0
                 nrec += 1
             if k == 0:
