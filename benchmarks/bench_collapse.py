@@ -12,10 +12,14 @@ Peak memory: tracemalloc's peak of the accumulate-and-finish path (numpy reports
 tracemalloc), with the input batch subtracted, for two values of N: it depends on p, K and the batch size,
 not on N.
 
-    python benchmarks/bench_collapse.py [N] [p] [K] [batch]
+GPU column (``--gpu``): the same batches on CUDA in float64: anchor Σ HᵦᵀHᵦ with torch, and
+:class:`sims.collapse_torch.TorchClassStats` (the same one-pass algorithm on the device) plus the host metrics;
+skipped with one line saying why when CUDA is absent.
+
+    python benchmarks/bench_collapse.py [N] [p] [K] [batch] [--gpu]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_collapse.py   # steadier on a shared machine
 """
-import sys
+import argparse
 import time
 import tracemalloc
 
@@ -67,7 +71,52 @@ def run(N, p, K, b, measure_memory=False):
     return t_gemm, t_stats, t_fin, m, peak + state
 
 
-def main(N=50_000, p=2048, K=1000, b=10_000):
+def run_gpu(N, p, K, b, device="cuda"):
+    """(anchor s, TorchClassStats updates s, to_class_stats + metrics s, metrics) on ``device``; batches made on the
+    host and copied before timing (the copy is not timed). ``device="cpu"`` runs the same path (tests)."""
+    import torch
+
+    from sims.collapse_torch import TorchClassStats
+
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    acc = torch.zeros(p, p, dtype=torch.float64, device=dev)
+    ts = TorchClassStats(p, K, dev)
+    t_gemm = t_stats = 0.0
+    for H, y in batches(N, p, K, b):
+        Hd, yd = torch.as_tensor(H, device=dev), torch.as_tensor(y, device=dev)
+        sync()
+        t = time.perf_counter()
+        acc += Hd.T @ Hd
+        sync()
+        t_gemm += time.perf_counter() - t
+        t = time.perf_counter()
+        ts.update(Hd, yd)
+        sync()
+        t_stats += time.perf_counter() - t
+    t = time.perf_counter()
+    m = metrics(ts.to_class_stats())
+    return t_gemm, t_stats, time.perf_counter() - t, m
+
+
+def gpu_column(N, p, K, b):
+    try:
+        import torch
+    except ImportError as exc:  # torch is a dependency; say so if it is missing
+        print(f"  GPU column skipped: torch not importable ({exc})")
+        return
+    if not torch.cuda.is_available():
+        print("  GPU column skipped: torch.cuda.is_available() is False (no CUDA device on this machine)")
+        return
+    run_gpu(2 * K, min(p, 256), K, b)  # warm-up (kernels, allocator)
+    t_gemm, t_stats, t_fin, m = run_gpu(N, p, K, b)
+    print(f"  GPU ({torch.cuda.get_device_name()}), float64:")
+    print(f"    anchor  Σ HᵦᵀHᵦ (torch)            {t_gemm:8.2f} s")
+    print(f"    TorchClassStats.update, batches  {t_stats:8.2f} s   ratio {t_stats / t_gemm:5.2f}×")
+    print(f"    to host + metrics()              {t_fin:8.2f} s   VCI {m['vci']:.4f}")
+
+
+def main(N=50_000, p=2048, K=1000, b=10_000, gpu=False):
     # warm-up (BLAS threads, first-touch pages)
     run(2 * K, min(p, 256), K, b)
     t_gemm, t_stats, t_fin, m, _ = run(N, p, K, b)
@@ -83,7 +132,14 @@ def main(N=50_000, p=2048, K=1000, b=10_000):
         *_, peak = run(n, p, K, b, measure_memory=True)
         print(f"  peak memory (accumulator + temporaries, input batch excluded), N = {n:6d}: {peak / 2**20:7.1f} MiB")
     print(f"  (one input batch is {b * p * 8 / 2**20:.1f} MiB; the N × p matrix would be {N * p * 8 / 2**20:.0f} MiB)")
+    if gpu:
+        gpu_column(N, p, K, b)
 
 
 if __name__ == "__main__":
-    main(*[int(a) for a in sys.argv[1:]])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for name, default in (("N", 50_000), ("p", 2048), ("K", 1000), ("batch", 10_000)):
+        ap.add_argument(name, type=int, nargs="?", default=default)
+    ap.add_argument("--gpu", action="store_true", help="add a CUDA column (skipped with a note without CUDA)")
+    a = ap.parse_args()
+    main(a.N, a.p, a.K, a.batch, gpu=a.gpu)

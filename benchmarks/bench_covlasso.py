@@ -6,12 +6,18 @@ gives supports of about 150 (the scale is found by bisection with our solver and
 
   (a) the paper's pipeline: sklearn ``Lasso`` on the raw logits, one category at a time (≥ 3; 1 with --quick);
   (b) sklearn ``lars_path_gram`` on the covariance (exact homotopy in Python + LAPACK), ≥ 20 categories;
-  (c) ours: the covariance once (one GEMM) + ``covlasso_all`` for all 1000 categories (numba, prange).
+  (c) ours: the covariance once (``theory.dependency.second_moment``: one dsyrk, no copy of F) +
+      ``covlasso_all`` for all 1000 categories (numba, prange).
 
+The covariance is timed against bare products of the same float64 matrix measured in the same run (best of
+``--repeat``): numpy ``F.T @ F`` (GEMM), scipy ``dsyrk`` on the C-ordered F (``trans=1``: copies F first), and
+``dsyrk`` on the Fortran-ordered view F.T (``trans=0``, no copy); the ratio is against the fastest of them.
 Prints per-category times, the ratios, the KKT violation of every answer (units λ_max(i), ND Eq 7)
 and whether our supports equal (b)'s. numba compile time is excluded (warm-up on a small problem).
+``--gpu`` adds a GPU column for the covariance (torch float64 FᵀF on CUDA, with and without the transfer of F)
+when CUDA is present, else prints one line saying why it was skipped.
 
-    python benchmarks/bench_covlasso.py [--quick] [--n-sklearn K] [--n-lars M]
+    python benchmarks/bench_covlasso.py [--quick] [--gpu] [--n-sklearn K] [--n-lars M] [--repeat R]
 """
 import argparse
 import time
@@ -20,6 +26,7 @@ import warnings
 import numpy as np
 
 from theory.covlasso import covlasso, covlasso_all, kkt_violation, kkt_violation_all
+from theory.dependency import second_moment
 
 LAM = 5.0  # the paper's alpha = 2.5 for ResNets (App. C), λ = 2α
 
@@ -34,12 +41,57 @@ def make_logits(N, n, rank, noise, seed=0):
 
 
 def covariance(F):
-    """Cov = FᵀF/N (uncentred second moment, ND Eq 2) with one symmetric rank-k update (BLAS syrk)."""
+    """Cov = FᵀF/N (uncentred second moment, ND Eq 2): the library's ``second_moment`` (dsyrk on the view F.T)."""
+    return second_moment(F)
+
+
+def best_of(fn, repeat):
+    ts, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts), out
+
+
+def covariance_floors(F, repeat):
+    """Bare FᵀF of the same float64 matrix, three ways, best of ``repeat`` each (seconds)."""
     from scipy.linalg.blas import dsyrk
 
-    C = dsyrk(1.0 / F.shape[0], F, trans=1, lower=0)  # Fortran order: F is C-contiguous, so Fᵀ is F-contiguous
-    C = np.triu(C) + np.triu(C, 1).T
-    return np.ascontiguousarray(C)
+    return {"numpy F.T @ F (GEMM)": best_of(lambda: F.T @ F, repeat)[0],
+            "dsyrk(F, trans=1) (copies F)": best_of(lambda: dsyrk(1.0, F, trans=1), repeat)[0],
+            "dsyrk(F.T, trans=0) (no copy)": best_of(lambda: dsyrk(1.0, F.T, trans=0), repeat)[0]}
+
+
+def gpu_column(F, repeat):
+    """Covariance on CUDA (torch float64): seconds with the host→device transfer of F, and without; or None, why."""
+    try:
+        import torch
+    except ImportError as exc:
+        return None, f"torch is not importable ({exc})"
+    if not torch.cuda.is_available():
+        return None, "torch.cuda.is_available() is False (no CUDA device, or a CPU-only torch build)"
+    dev = torch.device("cuda")
+
+    def with_transfer():
+        g = torch.from_numpy(F).to(dev)
+        c = (g.T @ g) / g.shape[0]
+        torch.cuda.synchronize()
+        return c
+
+    g = torch.from_numpy(F).to(dev)
+
+    def on_device():
+        c = (g.T @ g) / g.shape[0]
+        torch.cuda.synchronize()
+        return c
+
+    with_transfer()  # warm-up (cuBLAS handles)
+    t_tr, c = best_of(with_transfer, repeat)
+    t_dev, _ = best_of(on_device, repeat)
+    err = float(np.abs(c.cpu().numpy() - second_moment(F)).max() / np.abs(second_moment(F)).max())
+    return {"with transfer": t_tr, "on device": t_dev, "max rel. difference vs CPU": err,
+            "device": torch.cuda.get_device_name(0)}, None
 
 
 def calibrate(C, target=150, cats=range(0, 1000, 100)):
@@ -47,7 +99,7 @@ def calibrate(C, target=150, cats=range(0, 1000, 100)):
 
     Support(Cov·s², λ) = support(Cov, λ/s²), so bisect on λ' = λ/s² with the raw kernel (no validation).
     """
-    from theory.covlasso import _homotopy
+    from theory._homotopy import _homotopy
 
     cats = [i for i in cats if i < C.shape[0]]
 
@@ -76,6 +128,8 @@ def main():
     ap.add_argument("--N", type=int, default=50_000)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--rank", type=int, default=150)
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs for the covariance timings")
+    ap.add_argument("--gpu", action="store_true", help="add a GPU column for the covariance (CUDA), or say why not")
     args = ap.parse_args()
     n_sk = args.n_sklearn if args.n_sklearn is not None else (1 if args.quick else 3)
     from sklearn.linear_model import Lasso, lars_path_gram
@@ -96,10 +150,28 @@ def main():
     ev = np.linalg.eigvalsh(C0 * s * s)
     print(f"Cov eigenvalues: max {ev[-1]:.3g}, 150th {ev[-150]:.3g}, min {ev[0]:.3g} (κ = {ev[-1] / ev[0]:.3g})")
 
+    # the covariance against bare products of the same matrix (floors), measured now, best of --repeat
+    floors = covariance_floors(F, args.repeat)
+    t_cov, C = best_of(lambda: covariance(F), args.repeat)
+    fastest = min(floors, key=floors.get)
+    print(f"\ncovariance FᵀF/N, N={args.N}, n={args.n}, float64 (best of {args.repeat}):")
+    for k, v in floors.items():
+        print(f"    bare {k:32s} {v:7.3f} s")
+    print(f"    ours (second_moment)                   {t_cov:7.3f} s   = {t_cov / floors[fastest]:.2f}x the fastest "
+          f"bare product ({fastest}); goal ≤ 1.3x")
+    ref = (F.T @ F) / F.shape[0]
+    print(f"    max |ours − F.T@F/N| / max|Cov| = {np.abs(C - ref).max() / np.abs(ref).max():.1e}; symmetric: "
+          f"{np.array_equal(C, C.T)}")
+    if args.gpu:
+        col, why = gpu_column(F, args.repeat)
+        if col is None:
+            print(f"    GPU column skipped: {why}")
+        else:
+            print(f"    GPU ({col['device']}): {col['on device']:.4f} s on device ({floors[fastest] / col['on device']:.1f}x "
+                  f"faster than the CPU floor), {col['with transfer']:.3f} s with the transfer of F; max rel. difference "
+                  f"{col['max rel. difference vs CPU']:.1e}")
+
     # (c) ours: covariance + all categories
-    t0 = time.perf_counter()
-    C = covariance(F)
-    t_cov = time.perf_counter() - t0
     t1 = time.perf_counter()
     Theta = covlasso_all(C, LAM)
     t_all = time.perf_counter() - t1
@@ -115,7 +187,7 @@ def main():
     # (b) lars_path_gram on the covariance
     rng = np.random.default_rng(2)
     cats = rng.choice(args.n, size=min(args.n_lars, args.n), replace=False)
-    from theory.covlasso import _homotopy
+    from theory._homotopy import _homotopy
 
     t_b, t_1, same, kkt_b = [], [], 0, []
     print(f"\n(b) sklearn lars_path_gram on the covariance, {len(cats)} categories:")
@@ -173,7 +245,8 @@ def main():
     print(f"  (a) sklearn Lasso, logits  {per_a * 1e3:10.1f} ms  {per_a / per_c:12.0f}x  {per_a / (t_c / args.n):16.0f}x")
     print(f"  (b) lars_path_gram, Cov    {per_b * 1e3:10.2f} ms  {per_b / per_c:12.1f}x  {per_b / (t_c / args.n):16.1f}x")
     print(f"  (c) ours, covlasso_all     {per_c * 1e3:10.3f} ms  {1:12.0f}x  {per_c / (t_c / args.n):16.2f}x")
-    print(f"all {args.n} categories: (c) {t_c:.2f} s; (b) would take {per_b * args.n:.0f} s; (a) {per_a * args.n / 3600:.1f} h")
+    print(f"all {args.n} categories: (c) {t_c:.2f} s (covariance {t_cov:.2f} s + solver {t_all:.2f} s; goal ≤ 3 s); "
+          f"(b) would take {per_b * args.n:.0f} s; (a) {per_a * args.n / 3600:.1f} h")
     ka = f"{max(kkt_a):.1e}" if kkt_a else "not run"
     print(f"KKT violation (units λ_max): (a) max {ka}, (b) max {max(kkt_b):.1e}, (c) max {kkt_c.max():.1e}")
 

@@ -1,42 +1,93 @@
-"""On-disk cache of long computations, keyed by a hash of their parameters, written atomically.
+"""On-disk cache of long computations, keyed by their parameters and their code, written atomically.
 
-Results are dicts of numpy arrays and scalars stored as ``.npz`` (no pickle). Checks and figures
-call the same cached function, so a simulation runs once per parameter set. The cache lives in
-``$THEORYLAB_CACHE`` (default ``.theorylab_cache/`` in the working directory).
+Results are dicts of numpy arrays and scalars stored as ``.npz`` (no pickle). Checks and figures call the
+same cached function, so a simulation runs once per parameter set and code version.
+
+* Key: the experiment's name, its parameters (JSON, sorted keys) and the fingerprint of the code the
+  ``compute`` function depends on (:func:`sims.codehash.code_fingerprint`: the source of its module and of
+  every project module that module imports, transitively). Editing a data model or a trainer therefore
+  invalidates exactly the entries computed with the old code; nothing else is recomputed.
+* Integrity: every entry stores a small manifest (name, key, the list of arrays). A file that cannot be
+  read (truncated, garbage) or whose content does not match its manifest (a valid ``.npz`` with other keys)
+  is recomputed and replaced, never used; :data:`REJECTED` records why, for tests and the curious.
+* Place: ``$THEORYLAB_CACHE/results`` when that variable is set, else the user cache folder
+  ``$XDG_CACHE_HOME/theorylab/results`` (``~/.cache/theorylab/results``); see :func:`cache_root`.
+* Files are written atomically (temporary file, fsync, rename) with the permissions an ordinary
+  ``open()`` would give (``0666`` minus the umask), so collaborators can read reports and results.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from sims.codehash import code_fingerprint
+from theory._cachedir import cache_root as _cache_root
+
+MANIFEST = "__theorylab_manifest__"
+REJECTED: list[tuple[str, str]] = []  # (file, why) for every cache file found unusable in this process
+
+
+def cache_root() -> Path:
+    """The cache root (``$THEORYLAB_CACHE``, else ``$XDG_CACHE_HOME/theorylab``, else ``~/.cache/theorylab``)."""
+    return Path(_cache_root())
+
 
 def cache_dir() -> Path:
-    d = Path(os.environ.get("THEORYLAB_CACHE", ".theorylab_cache")) / "results"
+    d = cache_root() / "results"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-def key(name: str, params: dict) -> str:
-    """Stable hash of a name and JSON-serialisable parameters (sorted keys)."""
-    blob = json.dumps({"name": name, "params": params}, sort_keys=True, default=str)
+def key(name: str, params: dict, code: str = "") -> str:
+    """Stable hash of a name, JSON-serialisable parameters (sorted keys) and a code fingerprint."""
+    blob = json.dumps({"name": name, "params": params, "code": code}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask can only be read by setting it)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename: never a half-written file."""
+    """Write to a temporary file in the same folder, fsync, then rename: never a half-written file.
+
+    The file gets the mode an ordinary ``open(path, "w")`` would give: the mode of the file it replaces,
+    else ``0o666`` minus the umask (``mkstemp`` alone would leave it ``0o600``, unreadable to others).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -50,8 +101,6 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def save_npz(path: Path, result: dict) -> None:
-    import io
-
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in result.items()})
     atomic_write_bytes(path, buf.getvalue())
@@ -62,20 +111,58 @@ def load_npz(path: Path) -> dict:
         return {k: (z[k].item() if z[k].ndim == 0 else z[k]) for k in z.files}
 
 
-def cached(name: str, params: dict, compute: Callable[[], dict], refresh: bool = False) -> dict:
-    """Return ``compute()`` for these parameters, from disk if it was computed before.
+def _save_entry(path: Path, result: dict, manifest: dict) -> None:
+    if MANIFEST in result:
+        raise ValueError(f"a cached result may not use the key {MANIFEST!r}")
+    manifest = dict(manifest, keys=sorted(result))
+    save_npz(path, {**result, MANIFEST: np.asarray(json.dumps(manifest, sort_keys=True))})
 
-    ``params`` must determine the result completely (include the seed and a version string when the
-    code changes what it computes). ``compute`` returns a dict of arrays/scalars (flat).
+
+def _load_entry(path: Path, entry_key: str) -> dict:
+    """The cached dict, or ValueError saying why the file is unusable (truncated, garbage, wrong content)."""
+    try:
+        data = load_npz(path)
+    except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError ...: a damaged file
+        raise ValueError(f"unreadable ({type(exc).__name__}: {exc})") from None
+    raw = data.pop(MANIFEST, None)
+    if not isinstance(raw, str):
+        raise ValueError("no manifest (not written by sims.cache)")
+    try:
+        manifest = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ValueError("manifest is not JSON") from None
+    if manifest.get("key") != entry_key:
+        raise ValueError(f"manifest key {manifest.get('key')!r} is not the file's key {entry_key!r}")
+    if sorted(data) != manifest.get("keys"):
+        raise ValueError(f"arrays {sorted(data)} do not match the manifest's {manifest.get('keys')}")
+    return data
+
+
+def entry_path(name: str, params: dict, compute: Callable | None = None, depends: tuple = ()) -> Path:
+    """Where ``cached(name, params, compute, depends=depends)`` keeps its result."""
+    code = code_fingerprint(*((compute,) if compute is not None else ()), *depends)[0]
+    return cache_dir() / f"{name}-{key(name, params, code)}.npz"
+
+
+def cached(name: str, params: dict, compute: Callable[[], dict], refresh: bool = False,
+           depends: tuple = ()) -> dict:
+    """Return ``compute()`` for these parameters and this code, from disk if it was computed before.
+
+    ``params`` must determine the result together with the code (include the seed). The code is found
+    from ``compute``'s module and its imports (module doc); pass further functions or modules whose code
+    matters and that this module does not import (e.g. a callback from a caller) in ``depends``.
+    ``compute`` returns a flat dict of arrays/scalars. A damaged entry is recomputed, never used.
     """
-    path = cache_dir() / f"{name}-{key(name, params)}.npz"
+    fingerprint, modules = code_fingerprint(compute, *depends)
+    k = key(name, params, fingerprint)
+    path = cache_dir() / f"{name}-{k}.npz"
     if path.exists() and not refresh:
         try:
-            return load_npz(path)
-        except Exception:  # a corrupt file (should not happen with atomic writes): recompute
-            path.unlink(missing_ok=True)
+            return _load_entry(path, k)
+        except ValueError as exc:  # never use a damaged file: recompute and replace it
+            REJECTED.append((str(path), str(exc)))
     result = compute()
     if not isinstance(result, dict):
         raise TypeError(f"cached({name}): compute() must return a dict, got {type(result).__name__}")
-    save_npz(path, result)
-    return load_npz(path)
+    _save_entry(path, result, {"name": name, "key": k, "code": fingerprint, "modules": modules})
+    return _load_entry(path, k)

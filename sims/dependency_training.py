@@ -135,10 +135,14 @@ def logits_of(model, x, device: str = "cpu") -> np.ndarray:
         return model(_tensor(x, device)).double().cpu().numpy()
 
 
-def fit_theta(f_base: np.ndarray, y: np.ndarray, n_new: int, *, max_iter: int = 100, device: str = "cpu") -> np.ndarray:
+def fit_theta(f_base: np.ndarray, y: np.ndarray, n_new: int, *, max_iter: int = 100, device: str = "cpu",
+              features: np.ndarray | None = None, new_only: bool = False) -> np.ndarray:
     """Θ ∈ R^{n₁×n₂} minimising CE([f_base, f_base Θ], y) with f_base frozen (ND Sec 3.2); full-batch L-BFGS.
 
     Labels 0..n₁−1 are base classes, n₁..n₁+n₂−1 the new ones. The problem is convex in Θ; float32.
+    ``features`` (N × d): the new logits are ``features`` Θ instead (a linear probe, Θ ∈ R^{d×n₂}).
+    ``new_only``: the paper's literal wording ("on the training set of the new categories"): CE over the new
+    classes alone, on the new-class samples only — nothing keeps the new logits below the base ones elsewhere.
     """
     import torch
     import torch.nn.functional as F
@@ -153,15 +157,23 @@ def fit_theta(f_base: np.ndarray, y: np.ndarray, n_new: int, *, max_iter: int = 
     n1 = f.shape[1]
     if int(np.max(y)) >= n1 + n_new:
         raise ValueError(f"y: label {int(np.max(y))} >= n_base + n_new = {n1 + n_new}")
+    h = f if features is None else np.asarray(features)
+    if h.ndim != 2 or h.shape[0] != len(y) or not np.all(np.isfinite(h)):
+        raise ValueError(f"features: expected finite (N, d) with N = {len(y)}, got shape {h.shape}")
     ft = _tensor(f, device, torch.float32)
+    ht = _tensor(h, device, torch.float32)
     yt = _tensor(y, device, torch.int64)
-    theta = torch.zeros(n1, n_new, device=device, requires_grad=True)
+    keep = yt >= n1
+    theta = torch.zeros(h.shape[1], n_new, device=device, requires_grad=True)
     opt = torch.optim.LBFGS([theta], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
                             tolerance_grad=1e-9, tolerance_change=1e-12)
 
     def closure():
         opt.zero_grad()
-        loss = F.cross_entropy(torch.cat([ft, ft @ theta], 1), yt)
+        if new_only:
+            loss = F.cross_entropy(ht[keep] @ theta, yt[keep] - n1)
+        else:
+            loss = F.cross_entropy(torch.cat([ft, ht @ theta], 1), yt)
         loss.backward()
         return loss
 
@@ -230,7 +242,7 @@ def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str 
         raise ValueError(f"n_new: must be in [1, n_classes) = [1, {p.n_classes}), got {n_new}")
     if sparse_rho is not None and not 0 < sparse_rho < 1:
         raise ValueError(f"sparse_rho: must be in (0, 1) or None, got {sparse_rho}")
-    params = {"version": VERSION, "task": _task_params_dict(p), "n_new": int(n_new), "seed": int(seed),
+    params = {"version": VERSION, "arms": 2, "task": _task_params_dict(p), "n_new": int(n_new), "seed": int(seed),
               "theta_iter": int(theta_iter), "sparse_rho": sparse_rho}
 
     def compute():
@@ -247,21 +259,36 @@ def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str 
         new_idx = np.flatnonzero(ytr >= n1)
         y_shuf[new_idx] = rng.permutation(ytr[new_idx])
         theta_shuf = fit_theta(ftr, y_shuf, n_new, max_iter=theta_iter, device=device)
-        dep_logits = np.concatenate([fte, fte @ theta], 1)
-        shuf_logits = np.concatenate([fte, fte @ theta_shuf], 1)
+        # the paper's literal wording: Θ from the new-class samples and the new classes alone
+        theta_lit = fit_theta(ftr, ytr, n_new, max_iter=theta_iter, device=device, new_only=True)
+        # Θ never learned (left at a random draw of the learned Θ's norm)
+        theta_rand = rng.standard_normal(theta.shape)
+        theta_rand *= np.linalg.norm(theta) / np.linalg.norm(theta_rand)
+        # a linear probe on f_base's penultimate features instead of its logits (not through dependencies)
+        htr, hte = logits_of(f_base[:-1], xtr, device), logits_of(f_base[:-1], xte, device)  # penultimate features
+        theta_probe = fit_theta(ftr, ytr, n_new, max_iter=theta_iter, device=device, features=htr)
         full_logits = logits_of(full, xte, device)
-        acc = {name: _accuracies(lg, yte, n1) for name, lg in
-               (("dependency", dep_logits), ("shuffled", shuf_logits), ("baseline", full_logits))}
+        arms = {"dependency": np.concatenate([fte, fte @ theta], 1),
+                "shuffled": np.concatenate([fte, fte @ theta_shuf], 1),
+                "literal": np.concatenate([fte, fte @ theta_lit], 1),
+                "random": np.concatenate([fte, fte @ theta_rand], 1),
+                "probe": np.concatenate([fte, hte @ theta_probe], 1),
+                "baseline": full_logits}
+        acc = {name: _accuracies(lg, yte, n1) for name, lg in arms.items()}
         out = {"n_base": n1, "n_new": n_new, "theta": theta}
         for name, a in acc.items():
             for k in ("all", "new_within", "base_within"):
                 out[f"acc_{k}_{name}"] = a[k]
-        for k in ("all", "new_within"):  # SE of the paired accuracy difference (dependency − baseline)
-            d = acc["dependency"][f"correct_{k}"].astype(float) - acc["baseline"][f"correct_{k}"].astype(float)
-            out[f"se_diff_{k}"] = float(d.std(ddof=1) / np.sqrt(d.size))
+        for k in ("all", "new_within"):  # SE of the paired accuracy difference (arm − baseline)
+            for name in arms:
+                if name == "baseline":
+                    continue
+                d = acc[name][f"correct_{k}"].astype(float) - acc["baseline"][f"correct_{k}"].astype(float)
+                tag = "" if name == "dependency" else f"_{name}"
+                out[f"se_diff_{k}{tag}"] = float(d.std(ddof=1) / np.sqrt(d.size))
         new_te = yte >= n1
         cls = yte[new_te]
-        for name in ("dependency", "baseline", "shuffled"):
+        for name in arms:
             c = acc[name]["correct_new_within"]
             out[f"per_class_new_{name}"] = np.array([c[cls == k].mean() for k in range(n1, p.n_classes)])
         # between-network dependency (ND Sec 2.4): each retrained new logit regressed on the base logits

@@ -26,7 +26,7 @@ import torch
 from sims.threads import single_threaded  # noqa: F401  (re-exported: J.single_threaded())
 from torch.func import jvp, vjp, vmap
 
-from theory.rank import float32_eps_rule, numerical_rank
+from theory.rank import _check_eps, float32_eps_rule, rank_from_singular_values
 
 
 # ``single_threaded()``: torch and BLAS on one thread, for the many small Jacobians of the checks
@@ -55,6 +55,14 @@ def _mode(mode: str, n_in: int, n_out: int) -> str:
     return mode
 
 
+def _check_chunk(chunk) -> int | None:
+    if chunk is None:
+        return None
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk_size: must be None or an integer >= 1, got {chunk!r}")
+    return int(chunk)
+
+
 def _chunks(n: int, chunk: int | None):
     step = n if not chunk else max(1, int(chunk))
     for a in range(0, n, step):
@@ -80,6 +88,7 @@ def _rows_reverse(f, x, chunk=None) -> torch.Tensor:
 def jacobian(f: Callable, x: torch.Tensor, mode: str = "auto", chunk_size: int | None = None) -> torch.Tensor:
     """J_f(x) (RD Eq 3) as a (d, n) matrix, d = f(x).numel(), n = x.numel()."""
     x = _check_tensor(x)
+    chunk_size = _check_chunk(chunk_size)
     with torch.no_grad():
         y = f(x)
     m = _mode(mode, x.numel(), y.numel())
@@ -116,10 +125,10 @@ def patch_indices(shape, patch: int, center=None) -> np.ndarray:
 
     Default: the central window, as RD Sec 4.3 ("the central 16×16×3 image patch").
     """
-    if len(shape) != 3:
-        raise ValueError(f"shape: expected (C, H, W), got {tuple(shape)}")
+    if len(shape) != 3 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in shape):
+        raise ValueError(f"shape: expected three positive integers (C, H, W), got {tuple(shape)}")
     c, h, w = (int(v) for v in shape)
-    if not 1 <= patch <= min(h, w):
+    if isinstance(patch, bool) or not isinstance(patch, (int, np.integer)) or not 1 <= patch <= min(h, w):
         raise ValueError(f"patch: must be in [1, {min(h, w)}], got {patch}")
     top = (h - patch) // 2 if center is None else int(center[0]) - patch // 2
     left = (w - patch) // 2 if center is None else int(center[1]) - patch // 2
@@ -148,6 +157,7 @@ def partial_jacobian(f: Callable, x: torch.Tensor, idx, at: str = "x", mode: str
     forward when K ≤ d.
     """
     x = _check_tensor(x)
+    chunk_size = _check_chunk(chunk_size)
     ii = _as_indices(idx, x.shape).to(x.device)
     if at not in ("x", "padded"):
         raise ValueError(f"at: 'x' or 'padded', got {at!r}")
@@ -211,6 +221,9 @@ def subnetwork_jacobians(blocks: Sequence[Callable], x: torch.Tensor, idx=None, 
     the other samples' tangents zero.
     """
     feats = compose_check(blocks, x)
+    chunk_size = _check_chunk(chunk_size)
+    if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, np.integer)):
+        raise ValueError(f"sample: must be an integer index, got {sample!r}")
     if not 0 <= sample < x.shape[0]:
         raise ValueError(f"sample: {sample} out of range for a batch of {x.shape[0]}")
     per = x.shape[1:]
@@ -230,18 +243,31 @@ def subnetwork_jacobians(blocks: Sequence[Callable], x: torch.Tensor, idx=None, 
     return [torch.cat([c[j] for c in out], 1).detach() for j in range(len(blocks))]
 
 
+def singular_values(j: torch.Tensor) -> np.ndarray:
+    """Singular values (descending, float64 numpy) of a matrix on any device, computed where it lives.
+
+    The matrix is rescaled by a power of two first (exact), so the values are right at any scale."""
+    if not isinstance(j, torch.Tensor) or j.dim() != 2 or j.numel() == 0:
+        raise ValueError(f"j: must be a non-empty 2-D tensor, got {getattr(j, 'shape', type(j).__name__)}")
+    a = _check_tensor(j.detach(), "j").to(torch.float64)
+    m = float(a.abs().max())
+    if m == 0.0:
+        return np.zeros(min(a.shape))
+    e = int(np.frexp(m)[1])
+    return np.ldexp(torch.linalg.svdvals(torch.ldexp(a, torch.tensor(-e, device=a.device))).cpu().numpy(), e)
+
+
 def subnetwork_ranks(blocks: Sequence[Callable], x: torch.Tensor, eps: float | None = None, idx=None,
                      sample: int = 0, chunk_size: int | None = None) -> list[int]:
-    """Numerical ranks (RD Eq 4) of the (partial) Jacobians of F_1, …, F_L (RD Thm 2).
+    """Numerical ranks (RD Eq 4) of the (partial) Jacobians of F_1, …, F_L (RD Thm 2), on x's device.
 
     ``eps=None``: the float32 rule of Sec 4.3, ε = 1.19e−7 × min(d_k, K) for each matrix.
     """
-    if eps is not None and not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps: must be finite and > 0, got {eps!r}")
+    if eps is not None:
+        eps = _check_eps(eps)
     js = subnetwork_jacobians(blocks, x, idx=idx, sample=sample, chunk_size=chunk_size)
     ranks = []
     for j in js:
-        a = j.detach().cpu().double().numpy()
-        e = float32_eps_rule(min(a.shape)) if eps is None else eps
-        ranks.append(numerical_rank(a, e))
+        e = float32_eps_rule(min(j.shape)) if eps is None else eps
+        ranks.append(rank_from_singular_values(singular_values(j), e))
     return ranks

@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
 
+def _check_seed(seed) -> int:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
+def _check_size(x, name: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise ValueError(f"{name}: must be a positive integer, got {x!r}")
+    return int(x)
+
+
 def _init_(module: nn.Module, g: torch.Generator, gain: float = 1.0) -> nn.Module:
-    """Gaussian weights N(0, gain²/fan_in), Gaussian biases N(0, 0.1²)."""
+    """Gaussian weights N(0, gain²/fan_in), Gaussian biases N(0, 0.1²), drawn on the CPU from ``g`` (so a model
+    has the same weights on every device)."""
     with torch.no_grad():
         for name, p in module.named_parameters():
             if name.endswith("weight") and p.dim() >= 2:
@@ -25,16 +39,19 @@ def _init_(module: nn.Module, g: torch.Generator, gain: float = 1.0) -> nn.Modul
     return module
 
 
-def mlp_blocks(widths, g: torch.Generator, dtype=torch.float64, act=nn.ReLU) -> list[nn.Module]:
+def mlp_blocks(widths, g: torch.Generator, dtype=torch.float64, act=nn.ReLU, device=None) -> list[nn.Module]:
     """Dense blocks Linear(widths[i] → widths[i+1]) + activation, input (B, widths[0])."""
-    return [_init_(nn.Sequential(nn.Linear(a, b), act()), g, gain=math.sqrt(2)).to(dtype)
+    widths = [_check_size(w, "widths[i]") for w in widths]
+    return [_init_(nn.Sequential(nn.Linear(a, b), act()), g, gain=math.sqrt(2)).to(device=device, dtype=dtype)
             for a, b in zip(widths[:-1], widths[1:])]
 
 
-def cnn_blocks(channels, g: torch.Generator, dtype=torch.float64, strides=None) -> list[nn.Module]:
+def cnn_blocks(channels, g: torch.Generator, dtype=torch.float64, strides=None, device=None) -> list[nn.Module]:
     """Conv 3×3 (padding 1) + ReLU blocks, input (B, channels[0], H, W); ``strides`` per block (default 1)."""
+    channels = [_check_size(c, "channels[i]") for c in channels]
     strides = strides or [1] * (len(channels) - 1)
-    return [_init_(nn.Sequential(nn.Conv2d(a, b, 3, stride=s, padding=1), nn.ReLU()), g, gain=math.sqrt(2)).to(dtype)
+    return [_init_(nn.Sequential(nn.Conv2d(a, b, 3, stride=s, padding=1), nn.ReLU()), g,
+                   gain=math.sqrt(2)).to(device=device, dtype=dtype)
             for a, b, s in zip(channels[:-1], channels[1:], strides)]
 
 
@@ -49,8 +66,9 @@ class Residual(nn.Module):
         return torch.relu(x + self.body(x))
 
 
-def residual_blocks(c: int, n_blocks: int, g: torch.Generator, dtype=torch.float64) -> list[nn.Module]:
-    return [_init_(Residual(c), g, gain=0.5).to(dtype) for _ in range(n_blocks)]
+def residual_blocks(c: int, n_blocks: int, g: torch.Generator, dtype=torch.float64, device=None) -> list[nn.Module]:
+    c, n_blocks = _check_size(c, "c"), _check_size(n_blocks, "n_blocks")
+    return [_init_(Residual(c), g, gain=0.5).to(device=device, dtype=dtype) for _ in range(n_blocks)]
 
 
 class Attention(nn.Module):
@@ -70,8 +88,9 @@ class Attention(nn.Module):
 
 
 def attention_blocks(d: int, n_blocks: int, g: torch.Generator, dtype=torch.float64,
-                     residual: bool = True) -> list[nn.Module]:
-    return [_init_(Attention(d, residual), g).to(dtype) for _ in range(n_blocks)]
+                     residual: bool = True, device=None) -> list[nn.Module]:
+    d, n_blocks = _check_size(d, "d"), _check_size(n_blocks, "n_blocks")
+    return [_init_(Attention(d, residual), g).to(device=device, dtype=dtype) for _ in range(n_blocks)]
 
 
 class FC(nn.Module):
@@ -86,14 +105,38 @@ class FC(nn.Module):
         return self.lin(x.reshape(x.shape[0], -1)).reshape(x.shape[0], *self.shape)
 
 
+#: the components of RD Fig 3 (caption and Sec 4.3): conv 3×3, FC, and the normalisations
 COMPONENTS = ("conv3x3", "fc", "bn", "ln", "in", "gn")
+#: what the paper claims for each: "considerable" loss (linear layers), "modest" loss (normalisations it names
+#: in the caption), and BN, which Sec 4.1 says "may" lose dimensions and Sec 4.3 cites as a remission
+PAPER_CLAIM = {"conv3x3": "loses rank considerably", "fc": "loses rank considerably", "ln": "loses rank modestly",
+               "in": "loses rank modestly", "gn": "loses rank modestly",
+               "bn": "no strict-loss claim: 'may lose dimensions modestly' (Sec 4.1), a remission (Sec 4.3)"}
+#: controls: a planted loss (positive) and BatchNorm in inference mode at initialisation (negative)
+CONTROLS = ("bottleneck1x1", "bn_eval")
 
 
-def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float64) -> nn.Module:
-    """One Fig 3 component with random weights, on (B, C, hw, hw) features.
+class ChannelBottleneck(nn.Module):
+    """A 1×1 convolution whose C×C weight has rank ⌈C/2⌉: a planted loss of half the channels (a positive control)."""
 
-    Normalisations have no affine parameters (γ = 1, β = 0), GroupNorm uses C/4 groups.
+    def __init__(self, c: int, g: torch.Generator):
+        super().__init__()
+        r = max(1, (c + 1) // 2)
+        w = torch.randn(c, r, generator=g, dtype=torch.float64) @ torch.randn(r, c, generator=g, dtype=torch.float64)
+        self.register_buffer("w", w / math.sqrt(c))
+
+    def forward(self, x):
+        return torch.einsum("oc,bchw->bohw", self.w.to(x.dtype), x)
+
+
+def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float64, device=None) -> nn.Module:
+    """One Fig 3 component (or a control of :data:`CONTROLS`) with random weights, on (B, C, hw, hw) features.
+
+    Normalisations have no affine parameters (γ = 1, β = 0) and use batch statistics (training mode);
+    GroupNorm uses C/4 groups. ``bn_eval``: BatchNorm in inference mode with its initial running statistics,
+    i.e. x/√(1 + 1e−5), the layer a pipeline measures after ``model.eval()`` on a fresh network.
     """
+    c, hw = _check_size(c, "c"), _check_size(hw, "hw")
     if name == "conv3x3":
         m = _init_(nn.Conv2d(c, c, 3, padding=1), g)
     elif name == "fc":
@@ -106,45 +149,105 @@ def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float6
         m = nn.InstanceNorm2d(c, affine=False, track_running_stats=False)
     elif name == "gn":
         m = nn.GroupNorm(max(1, c // 4), c, affine=False)
+    elif name == "bottleneck1x1":
+        m = ChannelBottleneck(c, g)
+    elif name == "bn_eval":
+        m = nn.BatchNorm2d(c, affine=True, track_running_stats=True).eval()
     else:
-        raise ValueError(f"component: one of {COMPONENTS}, got {name!r}")
-    return m.to(dtype)
+        raise ValueError(f"component: one of {COMPONENTS + CONTROLS}, got {name!r}")
+    return m.to(device=device, dtype=dtype)
 
 
 # ----------------------------------------------------------------------------- cached experiments
 
-def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, seed: int = 0) -> dict:
+def _pca_eigenvalues(y: torch.Tensor) -> np.ndarray:
+    """PCA eigenvalues (descending) of the rows of y (B, n), on y's device, in float64: min(B − 1, n) values.
+
+    As :func:`theory.rank.pca_dim` does: eigenvalues of the n×n covariance when B > 2n (absolute error
+    ~n·1e−16·λ_max, far below the float32-rule threshold ~1e−4·λ_max, and several times faster), else the
+    singular values of the centred data."""
+    from sims.jacobian import singular_values
+
+    yc = y.reshape(y.shape[0], -1).to(torch.float64)
+    yc = yc - yc.mean(0, keepdim=True)
+    b, n = yc.shape
+    k = min(b - 1, n)
+    if b > 2 * n:
+        scale = float(yc.abs().max()) or 1.0
+        yc = yc / scale
+        lam = torch.linalg.eigvalsh(yc.T @ yc / (b - 1)).flip(0).clamp_min(0.0).cpu().numpy() * scale**2
+        return lam[:k]
+    return (singular_values(yc)[:k] ** 2) / (b - 1)
+
+
+def _loss_record(before: np.ndarray, after: np.ndarray, eps: float) -> dict:
+    """Numerical ranks before/after and the margin of the weakest direction kept before, after the component:
+    (s_after[r_b − 1]/s_after[0])/ε, which is < 1 exactly when the component loses rank (RD Eq 4)."""
+    from theory.rank import rank_from_singular_values
+
+    rb, ra = rank_from_singular_values(before, eps), rank_from_singular_values(after, eps)
+    top = float(after[0])
+    margin = float(after[rb - 1] / top / eps) if rb >= 1 and top > 0 else float("inf")
+    return {"before": rb, "after": ra, "margin": margin}
+
+
+def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, seed: int = 0,
+                       components=COMPONENTS, device: str = "cpu") -> dict:
     """RD Fig 3 / Thm 3: PCA dimension and Jacobian rank before and after each component.
 
     Gaussian inputs (batch, C, hw, hw); a random FC layer of C·hw² units first ("we plug those components
-    into a simple fully-connected layer"), then the component. PCA dimension: eigenvalues of the feature
-    covariance ≥ 1.19e−7 × N × λ_max over ``batch`` samples (RD Sec 4.3). Jacobian rank: per-sample
-    Jacobian of sample 0 (float32 rule), the other ``jac_batch − 1`` samples held fixed (BatchNorm
-    couples them). Cached on disk.
+    into a simple fully-connected layer", Sec 4.3), then the component. PCA dimension: eigenvalues of the
+    feature covariance ≥ 1.19e−7 × N × λ_max, N = min(batch − 1, C·hw²) (Sec 4.3). Jacobian rank: of
+    J_comp(h_0)·W_fc for sample 0, the other ``jac_batch − 1`` samples held fixed (BatchNorm couples them),
+    float32 rule. Returns per component ``{name: {"jac": record, "pca": record}}`` (see :func:`_loss_record`),
+    plus "pca_input", "ambient". Weights and inputs are drawn on the CPU, so every ``device`` computes the same
+    numbers up to roundoff. Cached on disk.
     """
     from sims.cache import cached
-    from sims.jacobian import subnetwork_ranks
-    from theory.rank import pca_dim
+    from sims.jacobian import singular_values, subnetwork_jacobians
+    from theory.rank import float32_eps_rule
 
-    params = {"version": 1, "C": channels, "B": batch, "BJ": jac_batch, "hw": hw, "seed": seed,
-              "components": list(COMPONENTS)}
+    channels, batch, jac_batch, hw = (_check_size(v, k) for v, k in
+                                      ((channels, "channels"), (batch, "batch"), (jac_batch, "jac_batch"), (hw, "hw")))
+    seed = _check_seed(seed)
+    if jac_batch > batch or batch < 2:
+        raise ValueError(f"batch: need batch >= 2 and jac_batch <= batch, got {batch}, {jac_batch}")
+    comps = [str(c) for c in components]
+    for c in comps:
+        if c not in COMPONENTS + CONTROLS:
+            raise ValueError(f"components: unknown {c!r}; one of {COMPONENTS + CONTROLS}")
+    n = channels * hw * hw
+    params = {"version": 3, "C": channels, "B": batch, "BJ": jac_batch, "hw": hw, "seed": seed, "components": comps}
+    if str(device) != "cpu":
+        params["device"] = str(device)
 
     def compute():
+        import json
+
         g = torch.Generator().manual_seed(seed)
         x = torch.randn(batch, channels, hw, hw, generator=g, dtype=torch.float64)
         fc = component("fc", channels, hw, g)
         with torch.no_grad():
             h = fc(x)
-        out = {"pca_input": pca_dim(x.reshape(batch, -1).numpy()),
-               "pca_before": pca_dim(h.reshape(batch, -1).numpy()), "ambient": channels * hw * hw}
-        for name in COMPONENTS:
-            comp = component(name, channels, hw, g)
+        dev = torch.device(device)
+        h_dev = h.to(dev)
+        w = fc.lin.weight.detach().to(dev)  # J_fc = W (constant)
+        eps_j = float32_eps_rule(n)
+        eps_p = float32_eps_rule(min(batch - 1, n))
+        sv_before = singular_values(w)
+        pca_before = _pca_eigenvalues(h_dev)
+        lam_x = _pca_eigenvalues(x.to(dev))
+        out = {"ambient": n, "eps_jacobian": eps_j, "eps_pca": eps_p, "pca_input": int((lam_x >= eps_p * lam_x[0]).sum())}
+        for name in comps:
+            comp = component(name, channels, hw, g, device=dev)
             with torch.no_grad():
-                y = comp(h)
-            r = subnetwork_ranks([fc, comp], x[:jac_batch], chunk_size=128)
-            out[f"pca_after_{name}"] = pca_dim(y.reshape(batch, -1).numpy())
-            out[f"rank_before_{name}"], out[f"rank_after_{name}"] = r
-        return out
+                y = comp(h_dev)
+            # only BatchNorm (batch statistics) couples the samples; the others are per-sample maps, whose Jacobian
+            # needs no other sample in the batch (identical numbers, jac_batch times less work)
+            jc = subnetwork_jacobians([comp], h_dev[:jac_batch if name == "bn" else 1], chunk_size=1024)[0]
+            out[name] = {"jac": _loss_record(sv_before, singular_values(jc @ w), eps_j),
+                         "pca": _loss_record(pca_before, _pca_eigenvalues(y), eps_p)}
+        return {"json": np.array(json.dumps(out))}
 
     def compute_single_thread():
         from sims.jacobian import single_threaded
@@ -152,7 +255,9 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
         with single_threaded():
             return compute()
 
-    return cached("rd_structural", params, compute_single_thread)
+    import json
+
+    return json.loads(str(cached("rd_structural", params, compute_single_thread)["json"]))
 
 
 def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, orthogonal: bool = False,
@@ -165,13 +270,18 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
     features: λ_k ≥ ε λ_max of the covariance). Stop rule of Sec 4.3: a draw stops when max|J_L| < 1.19e−7.
     Returns arrays (draws, len(depths)) with −1 after a stop.
     """
-    import numpy as np
-
     from sims.cache import cached
     from theory.rank import FLOAT32_EPS, float32_eps_rule, rank_from_singular_values
 
-    ds = list(range(1, depth + 1)) if depths is None else [int(d) for d in depths]
-    params = {"version": 4, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
+    n, depth, draws, samples = (_check_size(v, k) for v, k in
+                                ((n, "n"), (depth, "depth"), (draws, "draws"), (samples, "samples")))
+    seed = _check_seed(seed)
+    if samples < 2:
+        raise ValueError(f"samples: need at least 2 inputs for a covariance, got {samples}")
+    ds = list(range(1, depth + 1)) if depths is None else [_check_size(d, "depths[i]") for d in depths]
+    if any(d > depth for d in ds) or sorted(set(ds)) != ds:
+        raise ValueError(f"depths: must be increasing and <= depth = {depth}, got {depths!r}")
+    params = {"version": 6, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
               "orthogonal": orthogonal, "seed": seed}
 
     def compute():
@@ -192,7 +302,6 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                 else:
                     w = rng.standard_normal((n, n), dtype=np.float32) / np.float32(np.sqrt(n))
                 j = w @ j
-                x = x @ w.T
                 if float(np.abs(j).max()) < FLOAT32_EPS:
                     stop[dr] = layer
                     break
@@ -203,9 +312,13 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                     jd = j.astype(np.float64)
                     s = np.sqrt(np.clip(np.linalg.eigvalsh(jd.T @ jd), 0, None))
                     jr[dr, c] = rank_from_singular_values(s, eps)
-                    xc = x.astype(np.float64)
+                    # features F_L(x) = J_L x (a linear network), formed only at the measured depths:
+                    # the same float32 numbers up to roundoff ~1e−7, far below the 1.19e−4·λ_max threshold
+                    # the covariance in float32 (error ~1e−7·λ_max, below the 1.19e−4·λ_max threshold on λ),
+                    # its eigenvalues in float64
+                    xc = x @ j.T
                     xc -= xc.mean(0)
-                    lam = np.clip(np.linalg.eigvalsh(xc.T @ xc / (samples - 1)), 0, None)
+                    lam = np.clip(np.linalg.eigvalsh((xc.T @ xc).astype(np.float64) / (samples - 1)), 0, None)
                     fr[dr, c] = rank_from_singular_values(lam, eps)
                     maxabs[dr, c] = float(np.abs(j).max())
         return {"depths": np.array(ds), "jac_rank": jr, "feat_dim": fr, "max_abs": maxabs, "stop": stop,
@@ -222,24 +335,26 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
 
 def rd_settings(quick: bool) -> dict:
     """Sizes of every RD experiment, shared by the checks (verify/checks/rd.py) and figures (paper_figs/rd.py),
-    so a figure reads the cached result its check computed."""
+    so a figure reads the cached result its check computed. Chosen from the paper's settings before running
+    (docs/rd.md lists each beside the paper's): "For all L" claims are read at three depths and two or three
+    sizes; a full run repeats every sim check for 3 seeds."""
     if quick:
         return {
-            "lyap": {"ns": [4, 16], "L": 500, "trials": 8},
+            "lyap": {"ns": [4, 16], "checkpoints": [125, 250, 500], "trials": 8},
             "top": {"ns": [4, 16], "depths": [50, 200, 500], "trials": 8},
-            "cent": {"n": 16, "checkpoints": list(range(30, 601, 30)), "trials": 16},
+            "cent": {"ns": [16], "checkpoints": list(range(50, 1001, 50)), "trials": 16},
             "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 64, 0.3, 0, 0.0), (200, 100, 0.3, 1, 3.0)],
-                   "trials": 400},
+                   "trials": 300},
             "si": {"channels": 4, "batch": 800, "jac_batch": 8},
             "mlp": {"n": 200, "depth": 50, "draws": 3, "samples": 400,
                     "depths": [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 35, 40, 45, 50]},
         }
     return {
-        "lyap": {"ns": [4, 16, 64], "L": 2000, "trials": 8},
+        "lyap": {"ns": [4, 16, 64], "checkpoints": [500, 1000, 2000], "trials": 8},
         "top": {"ns": [4, 16, 64], "depths": [100, 500, 2000], "trials": 8},
-        "cent": {"n": 32, "checkpoints": list(range(100, 2001, 100)), "trials": 16},
+        "cent": {"ns": [16, 32], "checkpoints": list(range(100, 2001, 100)), "trials": 12},
         "mp": {"cases": [(64, 64, 0.05, 0, 0.0), (128, 128, 0.01, 0, 0.0), (256, 128, 0.3, 0, 0.0),
-                         (400, 200, 0.3, 1, 3.0), (400, 200, 0.2, 1, 2.0)], "trials": 2000},
+                         (400, 200, 0.3, 1, 3.0), (400, 200, 0.2, 1, 2.0)], "trials": 500},
         "si": {"channels": 16, "batch": 5000, "jac_batch": 8},
         "mlp": {"n": 1000, "depth": 50, "draws": 3, "samples": 2000,
                 "depths": [1, 2, 3, 5, 7, 10, 15, 20, 25, 30, 40, 50]},

@@ -1,5 +1,9 @@
-"""Shared test helper: run one registered check through the registry in quick mode."""
+"""Shared test helpers: run one registered check (or its negative control) through the registry in quick mode,
+and keep plugins registered by a test from leaking into the others."""
 from __future__ import annotations
+
+import contextlib
+import sys
 
 from verify import registry
 
@@ -9,3 +13,34 @@ def run_quick(check_id: str, seed: int = 0, tmp_path=None):
     assert check_id in checks, f"{check_id} is not registered"
     ctx = registry.Context(check_id=check_id, quick=True, seed=seed, report_dir=tmp_path)
     return registry.run_check(checks[check_id], ctx)
+
+
+def run_negative_control(check_id: str, seed: int = 0, tmp_path=None) -> registry.Result:
+    """Only the negative control, ``compare(ctx, True)`` in quick mode, validated like the registry does."""
+    checks = registry.discover()
+    assert check_id in checks, f"{check_id} is not registered"
+    ctx = registry.Context(check_id=check_id, quick=True, seed=seed, report_dir=tmp_path)
+    r = checks[check_id].compare(ctx, True)
+    registry._validate_result(r, check_id)
+    return r
+
+
+@contextlib.contextmanager
+def isolated_registry(*module_prefixes: str):
+    """Checks, claims, figures and plugins registered inside the block are forgotten after it, and the
+    modules named ``module_prefixes*`` are dropped from ``sys.modules`` (so a re-import registers again)."""
+    from paper_figs import registry as figreg
+    from verify import plugins
+
+    registry.discover()
+    figreg.discover()
+    state = [(d, dict(d)) for d in (registry._CHECKS, registry._CLAIMS, registry.IMPORT_ERRORS, plugins.LOADED,
+                                    figreg._FIGURES)]
+    try:
+        yield
+    finally:
+        for d, saved in state:
+            d.clear()
+            d.update(saved)
+        for m in [m for m in sys.modules if module_prefixes and m.startswith(module_prefixes)]:
+            del sys.modules[m]

@@ -94,3 +94,111 @@ def test_bad_input(cnn):
         J.partial_jacobian(f, x[0], [10_000])
     with pytest.raises(ValueError):
         J.patch_indices((3, 6, 6), 7)
+
+
+def test_bad_input_more(cnn):
+    blocks, x, f = cnn
+    with pytest.raises(ValueError, match="chunk_size"):
+        J.jacobian(f, x[0], chunk_size=0)
+    with pytest.raises(ValueError, match="chunk_size"):
+        J.subnetwork_jacobians(blocks, x, chunk_size=2.5)
+    with pytest.raises(ValueError, match="sample"):
+        J.subnetwork_jacobians(blocks, x, sample=1.0)
+    with pytest.raises(ValueError, match="eps"):
+        J.subnetwork_ranks(blocks, x, eps="0.1")
+    with pytest.raises(ValueError, match="eps"):
+        J.subnetwork_ranks(blocks, x, eps=float("nan"))
+    with pytest.raises(ValueError):
+        J.jacobian(f, x[0].to(torch.complex128))
+    with pytest.raises(ValueError, match="patch"):
+        J.patch_indices((3, 6, 6), 2.5)
+    with pytest.raises(ValueError, match="shape"):
+        J.patch_indices((3, 6.0, 6), 2)
+    with pytest.raises(ValueError, match="channels"):
+        N.cnn_blocks([3, 4.5], torch.Generator())
+    with pytest.raises(ValueError, match="component"):
+        N.component("dropout", 4, 8, torch.Generator())
+    for kw in (dict(seed=-1), dict(seed=None), dict(seed=1.5), dict(components=["dropout"]), dict(jac_batch=0),
+               dict(batch=1)):
+        with pytest.raises(ValueError):
+            N.structural_impetus(**{**dict(channels=2, batch=20, jac_batch=2), **kw})
+    for kw in (dict(seed=-1), dict(n=0), dict(depths=[3, 2]), dict(depths=[60]), dict(samples=1)):
+        with pytest.raises(ValueError):
+            N.mlp50_decay(**{**dict(n=4, depth=5, draws=1, samples=10), **kw})
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_ranks_are_scale_invariant(scale):
+    """Rank of a Jacobian scaled by 1e±150 (a linear map, so J scales exactly): the same numerical rank."""
+    g = torch.Generator().manual_seed(3)
+    lin = [torch.nn.Linear(8, 3, bias=False).double(), torch.nn.Linear(3, 8, bias=False).double()]
+    x = torch.randn(2, 8, dtype=torch.float64, generator=g)
+    base = J.subnetwork_ranks(lin, x)
+    with torch.no_grad():
+        lin[1].weight.mul_(scale)
+    assert J.subnetwork_ranks(lin, x) == base == [3, 3]
+    assert np.allclose(J.singular_values(scale * torch.eye(3, dtype=torch.float64)) / scale, 1.0, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- CUDA (make gpu-check)
+
+@pytest.mark.cuda
+def test_jacobians_on_cuda_agree_with_cpu(cnn):
+    """float64 on the GPU: every Jacobian entry within 1e-12 of the CPU's (entries O(1); cuDNN and the CPU
+    convolution differ by summation order only, ~1e-15)."""
+    import copy
+
+    blocks, x, f = cnn
+    blocks_g = [copy.deepcopy(b).to("cuda") for b in blocks]
+    seq_g = torch.nn.Sequential(*blocks_g)
+    fg = lambda z: seq_g(z.unsqueeze(0))[0]  # noqa: E731
+    xg = x.to("cuda")
+    idx = J.patch_indices((3, 6, 6), 2)
+    for mode in ("forward", "reverse"):
+        jg = J.jacobian(fg, xg[0], mode=mode)
+        assert jg.device.type == "cuda"
+        assert torch.allclose(jg.cpu(), J.jacobian(f, x[0], mode=mode), rtol=0, atol=1e-12)
+        pg = J.partial_jacobian(fg, xg[0], idx, mode=mode, at="padded")
+        assert torch.allclose(pg.cpu(), J.partial_jacobian(f, x[0], idx, mode=mode, at="padded"), rtol=0, atol=1e-12)
+    assert J.subnetwork_ranks(blocks_g, xg) == J.subnetwork_ranks(blocks, x)
+    for a, b in zip(J.subnetwork_jacobians(blocks_g, xg, sample=1), J.subnetwork_jacobians(blocks, x, sample=1)):
+        assert torch.allclose(a.cpu(), b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.cuda
+def test_float32_jacobian_on_cuda_within_float32_roundoff(cnn):
+    """float32 with TF32 off: within 1e-5 of max|J| of the CPU (float32 roundoff over a few layers; TF32 would
+    give ~1e-3)."""
+    import copy
+
+    blocks, x, _ = cnn
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        b32 = [copy.deepcopy(b).float() for b in blocks]
+        seq, seq_g = torch.nn.Sequential(*b32), torch.nn.Sequential(*[copy.deepcopy(b).cuda() for b in b32])
+        jc = J.jacobian(lambda z: seq(z.unsqueeze(0))[0], x[0].float())
+        jg = J.jacobian(lambda z: seq_g(z.unsqueeze(0))[0], x[0].float().cuda())
+        assert float((jg.cpu() - jc).abs().max() / jc.abs().max()) <= 1e-5
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+@pytest.mark.cuda
+def test_rank_nets_are_device_agnostic(tmp_path, monkeypatch):
+    """The zoo and the Fig 3 experiment on CUDA give the CPU's ranks (same weights: drawn on the CPU)."""
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path))
+    for make, x in ((lambda dev: N.mlp_blocks([12, 12, 6, 12], torch.Generator().manual_seed(0), device=dev),
+                     torch.randn(2, 12, dtype=torch.float64)),
+                    (lambda dev: N.residual_blocks(3, 2, torch.Generator().manual_seed(0), device=dev),
+                     torch.randn(2, 3, 6, 6, dtype=torch.float64)),
+                    (lambda dev: N.attention_blocks(8, 2, torch.Generator().manual_seed(0), device=dev),
+                     torch.randn(2, 4, 8, dtype=torch.float64))):
+        assert J.subnetwork_ranks(make("cuda"), x.cuda(), eps=1e-9) == J.subnetwork_ranks(make(None), x, eps=1e-9)
+    comps = N.COMPONENTS + N.CONTROLS
+    cpu = N.structural_impetus(4, 300, 4, seed=1, components=comps, device="cpu")
+    gpu = N.structural_impetus(4, 300, 4, seed=1, components=comps, device="cuda")
+    for c in comps:
+        for key in ("jac", "pca"):
+            assert (gpu[c][key]["before"], gpu[c][key]["after"]) == (cpu[c][key]["before"], cpu[c][key]["after"])
+            assert gpu[c][key]["margin"] == pytest.approx(cpu[c][key]["margin"], rel=1e-6, abs=1e-9)

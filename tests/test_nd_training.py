@@ -15,16 +15,37 @@ def tiny_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_new_categories_check(tmp_path):
+def test_new_categories_check_judges_tab4(tmp_path):
+    """Quick size, seed 0: f_all is not ahead of f_baseline within the new classes (Tab 4) -> refuted, with both
+    controls behaving; the weaker 'loses little' reading is reported separately and holds."""
     out = run_quick("nd.new_categories", tmp_path=tmp_path)
-    assert out.status == "pass", (out.error, out.details)
+    assert out.status == "refuted", (out.error, out.details)
     assert out.negative_control_result == "failed as it should"
+    assert out.positive_control_result == "held as it should" and out.positive_miss <= 1
+    assert 1 < out.miss < 1.2  # a near miss: a ratio of accuracies
+    assert 1 < out.control_miss < 100
+    d = out.details
+    assert d["Tab 4 verdict (f_all ahead within the new classes)"].startswith("does not hold")
+    assert d["weaker reading, reported (f_all loses little within the new classes)"].startswith("holds")
+    assert out.finding and "Tab 4" in out.finding
 
 
-def test_regularizer_check(tmp_path):
+def test_regularizer_check_judges_specificity_and_trajectory(tmp_path):
+    """Quick size, seed 0: the coefficient is cut, but not specifically, and accuracy collapses after epoch 1."""
     out = run_quick("nd.regularizer", tmp_path=tmp_path)
-    assert out.status == "pass", (out.error, out.details)
-    assert out.negative_control_result == "failed as it should"
+    assert out.status == "refuted", (out.error, out.details)
+    assert out.negative_control_result == "failed as it should" and 1 < out.control_miss < 100
+    assert out.positive_control_result == "held as it should"
+    v = out.details["verdicts"]
+    assert v["coefficient cut (Tab 3)"].startswith("holds")
+    assert v["specific (unpenalised pair keeps ≥ 1/2)"].startswith("does not hold")
+    assert v["accuracy along the fine-tuning"].startswith("does not hold")
+
+
+def test_control_arms_are_computed(tiny_cache):
+    r = dt.new_categories_experiment(TINY, 3, seed=5)
+    for arm in ("literal", "random", "probe", "shuffled"):
+        assert 0 <= r[f"acc_all_{arm}"] <= 1 and f"se_diff_new_within_{arm}" in r
 
 
 def test_mixture_shapes_and_determinism():
@@ -59,6 +80,18 @@ def test_fit_theta_recovers_a_planted_linear_new_class():
     assert np.mean(logits[new].argmax(1) == 5) > 0.5
     cos = float(theta[:, 0] @ planted[:, 0] / np.linalg.norm(theta) / np.linalg.norm(planted))
     assert cos > 0.9, cos
+
+
+def test_fit_theta_new_only_and_probe():
+    rng = np.random.default_rng(1)
+    f = rng.standard_normal((300, 4))
+    y = np.concatenate([f, f[:, :1] - f[:, 1:2]], 1).argmax(1)
+    lit = dt.fit_theta(f, y, 1, new_only=True)  # one new class: its CE alone is constant, Θ stays at 0
+    assert np.allclose(lit, 0.0)
+    h = rng.standard_normal((300, 6))
+    assert dt.fit_theta(f, y, 1, features=h).shape == (6, 1)
+    with pytest.raises(ValueError, match="features"):
+        dt.fit_theta(f, y, 1, features=h[:10])
 
 
 def test_fit_theta_bad_input():

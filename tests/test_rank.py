@@ -127,3 +127,69 @@ def test_pca_dim_methods_agree():
     assert R.pca_dim(x, method="svd") == R.pca_dim(x, method="cov") == 4
     with pytest.raises(ValueError):
         R.pca_dim(x, method="qr")
+
+
+# ----------------------------------------------------------------------------- scales and bad input (issue 16 §1)
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e-20, 1.0, 1e20, 1e150, 1e300])
+def test_scale_invariance(scale):
+    """Numerical rank, PCA dimension and ε_max are scale-invariant; δ_max scales with W; σ with W."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((30, 5)) @ rng.standard_normal((5, 20)) + 1e-9 * rng.standard_normal((30, 20))
+    x = rng.standard_normal((500, 4)) @ rng.standard_normal((4, 12)) + 3.0
+    d = rng.standard_normal((30, 20))
+    assert R.numerical_rank(scale * w, 1e-6) == R.numerical_rank(w, 1e-6) == 5
+    assert R.numerical_rank(scale * w) == R.numerical_rank(w) == 5
+    for method in ("auto", "svd", "cov"):
+        assert R.pca_dim(scale * x, method=method) == 4
+    assert R.weyl_delta_max(scale * w, 1e-3, d) == pytest.approx(scale * R.weyl_delta_max(w, 1e-3, d), rel=1e-10)
+    assert R.weyl_delta_max(w, 1e-3, scale * d) == pytest.approx(R.weyl_delta_max(w, 1e-3, d) / scale, rel=1e-10)
+    assert R.eps_max_low_rank(scale * np.diag([1.0, 0.1, 0.0])) == pytest.approx(0.1, rel=1e-12)
+    assert R.rank_from_singular_values(scale * np.array([1.0, 1e-3, 1e-9]), 1e-6) == 2
+    assert np.allclose(R.singular_values(scale * np.diag([2.0, 1.0])) / scale, [2.0, 1.0], rtol=1e-14)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: R.numerical_rank(np.eye(3) * (1 + 1j), 0.1),
+    lambda: R.numerical_rank(np.eye(3, dtype=bool), 0.1),
+    lambda: R.numerical_rank([[1.0, "a"]], 0.1),
+    lambda: R.numerical_rank(np.ones(3), 0.1),
+    lambda: R.numerical_rank(np.eye(3), 1j),
+    lambda: R.numerical_rank(np.eye(3), True),
+    lambda: R.pca_dim(np.ones((5, 3)) + 0j),
+    lambda: R.pca_dim(np.ones(3)),
+    lambda: R.pca_dim(np.ones((5, 3)), eps=-0.1),
+    lambda: R.pca_dim(np.ones((5, 3)), method=3),
+    lambda: R.rank_from_singular_values([1.0, -1.0], 0.1),
+    lambda: R.rank_from_singular_values([1.0, np.nan], 0.1),
+    lambda: R.weyl_delta_max(np.eye(3), 0.1, np.eye(4)),
+    lambda: R.weyl_delta_max(np.zeros((3, 3)), 0.1, np.eye(3)),
+    lambda: R.weyl_delta_max(np.eye(3) * 1e300, 0.1, np.eye(3) * 1e-300),
+    lambda: R.eps_max_low_rank(np.zeros((3, 3))),
+    lambda: R.eps_max_low_rank(np.eye(3), rank_tol=-1.0),
+    lambda: R.float32_eps_rule(2.5),
+    lambda: R.lyapunov_law(4.0),
+    lambda: R.lyapunov_law(-3),
+    lambda: R.lyapunov_law_sd(True),
+    lambda: R.gradient_explosion_rate(0),
+    lambda: R.psi_law_rank(4, [1, np.nan], 0.1),
+    lambda: R.psi_law_rank(4, [-1], 0.1),
+    lambda: R.psi_law_rank(4, [1], 0.0),
+    lambda: R.mp_edges(1.5),
+    lambda: R.mp_edges(np.nan),
+    lambda: R.mp_cdf(np.nan, 0.5),
+    lambda: R.mp_density([np.inf], 0.5),
+    lambda: R.spiked_top_singular(-1.0, 0.5),
+    lambda: R.spiked_top_singular(np.inf, 0.5),
+    lambda: R.mp_numerical_rank(10.5, 4, 0.1),
+    lambda: R.mp_numerical_rank(10, 4, 0.1, signal_rank=7),
+    lambda: R.mp_numerical_rank(10, 4, 0.1, signal_rank=1.5),
+])
+def test_bad_input_is_a_value_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_sizes_that_cannot_be_allocated():
+    with pytest.raises(MemoryError, match="GiB"):
+        R.lyapunov_law(10**12)

@@ -38,10 +38,16 @@ def test_raising_check_fails_with_traceback():
 
 
 def test_refuted_and_reported():
-    refuted = registry.run_check(make(lambda c, p: Result(1.0, 0.0, False, finding="x")), Context())
+    def refuted_claim(c, p, positive=False):
+        return Result(1.0, 0.0, positive, finding="x")
+
+    chk = make(refuted_claim)
+    chk.positive_control = "data where the claim holds"
+    refuted = registry.run_check(chk, Context())
     assert refuted.status == "refuted" and refuted.finding == "x"
-    rep = registry.run_check(make(lambda c, p: Result(0.3, "rate", not p), reports=True), Context())
-    assert rep.status == "reported"
+    rep = make(lambda c, p, positive=False: Result(0.3, "rate", not p), reports=True)
+    rep.positive_control = "x"
+    assert registry.run_check(rep, Context()).status == "reported"
 
 
 def test_non_bool_holds_is_a_broken_check():
@@ -120,3 +126,104 @@ def test_broken_check_module_does_not_hide_the_others(tmp_path, monkeypatch):
     finally:
         registry.IMPORT_ERRORS.pop("zz_broken", None)
         sys.modules.pop("verify.checks.zz_broken", None)
+
+
+def _pos(ctx, planted, positive=False):
+    """A refuted claim whose comparison says 'holds' on data where the claim holds by construction."""
+    err = 0.5 if (planted or not positive) else 1e-12
+    return Result(measured=err, expected=0.0, holds=err <= 1e-9, miss=err / 1e-9)
+
+
+def test_refuted_needs_a_positive_control_that_holds():
+    chk = make(_pos)
+    chk.positive_control = "planted-exact data"
+    out = registry.run_check(chk, Context())
+    assert out.status == "refuted" and out.positive_control_result == "held as it should"
+    assert out.control_miss == pytest.approx(5e8)
+    # the same refutation without a positive control is a broken check
+    bare = make(lambda c, p: Result(1.0, 0.0, False))
+    out = registry.run_check(bare, Context())
+    assert out.status == "fail" and "positive control" in out.error
+
+
+def test_failing_positive_control_makes_the_check_fail():
+    def never(ctx, planted, positive=False):
+        return Result(measured=1.0, expected=0.0, holds=False, miss=2.0)
+
+    chk = make(never)
+    chk.positive_control = "x"
+    out = registry.run_check(chk, Context())
+    assert out.status == "fail" and out.positive_control_result == "FAILED"
+
+
+def test_positive_control_requires_the_keyword():
+    with pytest.raises(ValueError, match="positive"):
+        registry.check("nd.lambda_max", equation="", kind="numeric", tolerance=0, tolerance_reason="",
+                       negative_control="", positive_control="x")(honest)
+
+
+def test_miss_must_agree_with_holds():
+    out = registry.run_check(make(lambda c, p: Result(0.0, 0.0, not p, miss=5.0)), Context())
+    assert out.status == "fail" and "contradicts" in out.error
+
+
+def test_sim_checks_run_three_seeds_in_full_mode_and_report_mixed_seeds():
+    seen = []
+
+    def by_seed(ctx, planted, positive=False):
+        seen.append((ctx.seed, planted, positive))
+        ok = positive or (not planted and ctx.seed != 11)
+        return Result(measured=ctx.seed, expected=0, holds=ok)
+
+    chk = make(by_seed)
+    chk.kind, chk.positive_control = "sim", "x"
+    out = registry.run_check(chk, Context(seed=10))
+    assert [s for s, p, q in seen if not p and not q] == [10, 11, 12]
+    assert out.status == "reported" and out.seeds_summary == "2/3" and "2 of 3 seeds" in out.finding
+    seen.clear()
+    out = registry.run_check(chk, Context(seed=10, quick=True))
+    assert [s for s, p, q in seen if not p and not q] == [10] and out.status == "pass"
+
+
+@pytest.mark.slow
+def test_every_negative_control_misses_by_a_recorded_amount(tmp_path):
+    """Run every registered check's negative control (quick mode) and record by how much it misses.
+
+    Each control must return a numeric ``miss`` > 1 (finite, or inf for an exact comparison). The table,
+    sorted by miss with its class (near miss ≤ 10, clear ≤ 10³, far > 10³), goes to
+    ``report/controls_quick.md`` and is printed (``pytest -s``); the assertion lists offenders by name.
+    """
+    import math
+    from pathlib import Path
+
+    from tests.helpers import run_negative_control
+    from verify.report import cut, fmt_miss, text_table
+
+    rows, no_miss, held, broken = [], [], [], []
+    for cid, chk in sorted(registry.discover().items()):
+        try:
+            r = run_negative_control(cid, tmp_path=tmp_path)
+        except Exception as exc:
+            broken.append(f"{cid}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            continue
+        if r.miss is None:
+            no_miss.append(cid)
+        elif not float(r.miss) > 1:
+            held.append(f"{cid} (miss {r.miss})")
+        rows.append((r.miss, cid, chk))
+    rows.sort(key=lambda t: (t[0] is None, float(t[0] or 0)))
+    table = text_table([[cid, fmt_miss(m), registry.miss_class(m, chk.kind), cut(chk.negative_control, 70)]
+                        for m, cid, chk in rows], ["check", "miss", "class", "negative control"])
+    out = Path(__file__).resolve().parents[1] / "report" / "controls_quick.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("# Negative controls, quick mode: miss in tolerance units\n\n```\n" + table + "\n```\n")
+    print("\n" + table)
+    problems = []
+    if no_miss:
+        problems.append(f"{len(no_miss)} check(s) set no Result.miss on the negative control: {', '.join(no_miss)}")
+    if held:
+        problems.append(f"negative control within tolerance (miss <= 1): {', '.join(held)}")
+    if broken:
+        problems.append("negative control raised:\n  " + "\n  ".join(broken))
+    assert not problems, "\n".join(problems) + f"\n(table in {out})"
+    assert all(math.isinf(float(m)) or math.isfinite(float(m)) for m, _, _ in rows)

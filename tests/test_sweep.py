@@ -1,11 +1,13 @@
-"""Resumable sweeps (verify/sweep.py): resume, failures, SIGKILL mid-run, Dask on loopback, bad input, adapters."""
+"""Resumable sweeps (verify/sweep/): resume, faults (dying workers, damaged files, shared folder), Dask, bad input."""
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -14,8 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verify import sweep, sweep_experiments
+from verify import sweep
+from verify.sweep import experiments as sweep_experiments
 from verify.cli import main as cli_main
+from verify.sweep.plot import plot_data
+from verify.sweep.store import FolderBusy, FolderLock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,16 +89,72 @@ def test_resume_skips_finished_points_and_extends(tmp_path):
     assert "| x |" in (out / "summary.md").read_text().replace("| x | n |", "| x |")
 
 
-def test_corrupt_point_file_and_stale_temp_are_redone(tmp_path):
+def _corrupt(rec: dict, how: str) -> str:
+    """A point file's text damaged the ways a crash, a hand edit or another program could leave it."""
+    rec = json.loads(json.dumps(rec))
+    if how == "truncated":
+        return json.dumps(rec)[:40]
+    if how == "not_object":
+        return "[1, 2]"
+    if how == "extra_key":
+        rec["note"] = "hand-edited"
+    elif how == "missing_key":
+        del rec["seed"]
+    elif how == "wrong_param":
+        rec["params"]["n"] = 4.5
+    elif how == "param_as_string":
+        rec["params"]["x"] = str(rec["params"]["x"])
+    elif how == "wrong_seed":
+        rec["seed"] += 1
+    elif how == "wrong_status":
+        rec["status"] = "ok"
+    elif how == "result_missing_field":
+        del rec["result"]["y"]
+    elif how == "result_not_object":
+        rec["result"] = 3.0
+    elif how == "other_version":
+        rec["version"] = "0"
+    return json.dumps(rec)
+
+
+CORRUPTIONS = {"truncated": "not valid JSON", "not_object": "not a JSON object", "extra_key": "unknown key.*note",
+               "missing_key": "missing key.*seed", "wrong_param": "params .* are not the point's",
+               "param_as_string": "params .* are not the point's", "wrong_seed": "seed is",
+               "wrong_status": "status 'ok'", "result_missing_field": "result lacks field.*'y'",
+               "result_not_object": "result is float", "other_version": "version is '0'"}
+
+
+def test_corrupt_point_files_are_reported_and_replaced(tmp_path, caplog):
+    """issue 16 §2: a point file that is not a record of its point was taken as done, silently. Each damage
+    below is named in a warning and in ``res.replaced``, and the point runs again."""
+    out = tmp_path / "s"
+    spec = {"x": [float(i) for i in range(len(CORRUPTIONS) + 1)]}
+    ref = sweep.run_sweep("toy", spec, out, scheduler="serial", progress=False)
+    victims = {}
+    for rec, how in zip(ref.records, CORRUPTIONS):
+        path = out / "points" / f"{rec['key']}.json"
+        path.write_text(_corrupt(json.loads(path.read_text()), how))
+        victims[rec["key"]] = (how, path)
+    (out / "points" / ".x.json.abc.tmp").write_text("partial")  # a write killed before its rename
+    with caplog.at_level("WARNING", logger="theorylab.sweep"):
+        res = sweep.run_sweep("toy", spec, out, scheduler="serial", progress=False)
+    assert res.ran == len(CORRUPTIONS) and res.skipped == 1 and res.ok
+    assert {k for k, _ in res.replaced} == set(victims)
+    for key, why in res.replaced:
+        how, path = victims[key]
+        assert re.search(CORRUPTIONS[how], why), (how, why)
+        assert f"{path} is not a record of the point" in caplog.text and why in caplog.text  # said, not silent
+    assert not list((out / "points").glob(".*.tmp"))
+    assert _essence(res) == _essence(ref) == _essence(out)  # rewritten with the true records
+
+
+def test_load_sweep_does_not_trust_a_corrupt_point_file(tmp_path):
     out = tmp_path / "s"
     ref = sweep.run_sweep("toy", {"x": [1.0, 2.0]}, out, scheduler="serial", progress=False)
-    victim = out / "points" / f"{ref.records[0]['key']}.json"
-    victim.write_text('{"status": "do')  # what a non-atomic writer would leave behind
-    (out / "points" / f".{victim.name}.abc.tmp").write_text("partial")
-    res = sweep.run_sweep("toy", {"x": [1.0, 2.0]}, out, scheduler="serial", progress=False)
-    assert res.ran == 1 and res.skipped == 1 and res.ok
-    assert not list((out / "points").glob(".*.tmp"))
-    assert _essence(res) == _essence(ref)
+    victim = out / "points" / f"{ref.records[1]['key']}.json"
+    victim.write_text(_corrupt(json.loads(victim.read_text()), "wrong_param"))
+    res = sweep.load_sweep(out)
+    assert [r["status"] for r in res.records] == ["done", "pending"]
 
 
 def test_failed_point_recorded_and_rerun_only_with_retry_failed(tmp_path, capsys):
@@ -187,10 +248,13 @@ def test_sigkill_mid_run_loses_nothing_and_resume_matches_uninterrupted(tmp_path
 # ----------------------------------------------------------------------------------------------- dask
 def test_dask_localcluster_matches_local_run(tmp_path):
     distributed = pytest.importorskip("distributed")
+    import dask
+
     spec = {"grid": {"x": [0.5, 1.0, 1.5]}, "fixed": {"n": 12}, "seeds": [0, 1]}
     local = sweep.run_sweep("toy", spec, tmp_path / "local", scheduler="local", workers=2, progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    # allowed-failures = 0: the scheduler gives up on a task at its first dead worker (default 3 retries)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
         addr = cluster.scheduler_address
         assert addr.startswith("tcp://127.0.0.1:")
         remote = sweep.run_sweep("toy", spec, tmp_path / "dask", scheduler=addr, progress=False)
@@ -198,6 +262,11 @@ def test_dask_localcluster_matches_local_run(tmp_path):
         floors = {"grid": {"n": [24, 32]}, "fixed": {"p": 32}}
         remote_floors = sweep.run_sweep("massive_floors", floors, tmp_path / "dask_mf", scheduler=addr,
                                         progress=False)
+        # a point that kills its dask worker: KilledWorker -> recorded crashed, the other points done
+        crash = sweep.run_sweep("toy", [{"x": 1.0}, {"x": 2.0, "crash": True}, {"x": 3.0}], tmp_path / "dask_crash",
+                                scheduler=addr, progress=False)
+    assert [r["status"] for r in crash.records] == ["done", "crashed", "done"]
+    assert "killed its dask worker" in crash.crashed[0]["error"]
     assert remote.ok and remote.ran == 6
     assert _essence(remote) == _essence(local)
     here = sweep.run_sweep("massive_floors", floors, tmp_path / "serial_mf", scheduler="serial", progress=False)
@@ -225,12 +294,51 @@ def _free_port() -> int:
     (dict(experiment="toy", points={"x": [1]}, seed=1.5), "seed must be an integer"),
     (dict(experiment="toy", points={"x": [float("nan")]}), "not a JSON number"),
     (dict(experiment="toy", points={"x": [1]}, workers=0), "workers must be"),
+    # parameters checked against the experiment's declaration (issue 16 §1: they used to be coerced)
+    (dict(experiment="toy", points={"n": [4.5]}), "'toy': parameter 'n' must be an integer, got 4.5"),
+    (dict(experiment="toy", points={"x": ["1"]}), "parameter 'x' must be a number"),
+    (dict(experiment="toy", points={"fail": [0]}), "parameter 'fail' must be true or false"),
+    (dict(experiment="lyapunov", points={"sort": ["false"]}), "parameter 'sort' must be true or false"),
+    (dict(experiment="lyapunov", points={"dist": ["gauss"]}), "parameter 'dist' must be one of 'gaussian'"),
+    (dict(experiment="lyapunov", points={"L": [0]}), "parameter 'L' must be >= 1, got 0"),
+    (dict(experiment="massive_floors", points={"n": [1]}), "parameter 'n' must be >= 2"),
+    (dict(experiment="massive_floors", points={"noise": [-0.1]}), "parameter 'noise' must be >= 0"),
+    (dict(experiment="massive_floors", points={"decay": [1e400]}), "parameter 'decay'"),
+    (dict(experiment="multiview", points={"k": [2.5]}), "'multiview': config key 'k' must be an integer"),
+    (dict(experiment="toy", points={"seeds": [[1]], "fixed": {"x": 1.0}}), "'replicate' .* must be an integer"),
+    (dict(experiment="toy", points={"x": [1]}, tries=0), "tries must be"),
+    (dict(experiment="toy", points={"x": [1]}, wait=-1), "wait must be"),
+    # the plot's columns are checked before any point runs (issue 16 §2)
+    (dict(experiment="toy", points={"x": [1]}, plot={"y": "nonexistent"}),
+     r"\[plot\] y = 'nonexistent' is neither a parameter nor a result field of experiment 'toy'"),
+    (dict(experiment="lyapunov", points={"n": [4]}, plot={"hue": "depth"}), r"\[plot\] hue = 'depth'"),
+    (dict(experiment="toy", points={"x": [1]}, plot={"colour": "x"}), r"\[plot\]: unknown key"),
+    (dict(experiment="toy", points={"x": [1]}, plot={"xscale": "loglog"}), "xscale must be one of"),
 ])
 def test_bad_input_raises_before_writing(tmp_path, kwargs, match):
     out = tmp_path / "never"
     with pytest.raises(ValueError, match=match):
         sweep.run_sweep(out_dir=out, progress=False, **kwargs)
     assert not out.exists()
+
+
+def test_parameters_recorded_as_they_run(tmp_path):
+    """An integral float for an integer parameter is recorded as the integer it runs with (and is the same
+    point as the integer), an integer for a float parameter as the float; a direct run checks them too."""
+    res = sweep.run_sweep("toy", [{"n": 4.0, "x": 2}], tmp_path / "a", scheduler="serial", progress=False)
+    (rec,) = res.records
+    assert rec["params"]["n"] == 4 and type(rec["params"]["n"]) is int
+    assert rec["params"]["x"] == 2.0 and type(rec["params"]["x"]) is float
+    again = sweep.run_sweep("toy", [{"n": 4, "x": 2.0}], tmp_path / "a", scheduler="serial", progress=False)
+    assert again.ran == 0 and again.skipped == 1
+    assert len(rec["result"]["z"]) == 4
+    with pytest.raises(ValueError, match="parameter 'n' must be an integer"):
+        sweep_experiments.run("toy", {"n": 4.5}, 0)
+
+
+def test_layer_distributions_match_sims():
+    rm = pytest.importorskip("sims.random_matrix")
+    assert sorted(sweep_experiments.LAYER_DISTS) == sorted(rm.DISTS)
 
 
 def test_unreachable_scheduler_fails_fast_and_writes_nothing(tmp_path, capsys):
@@ -253,7 +361,9 @@ def test_config_errors(tmp_path, capsys):
            "no_exp.toml": ("[grid]\nx = [1]\n", "missing 'experiment"),
            "no_grid.toml": ('experiment = "toy"\n', "empty grid"),
            "bad_param.toml": ('experiment = "massive_floors"\n[grid]\nm = [1]\n', "has no parameter 'm'"),
-           "bad_toml.toml": ("experiment = \n", "invalid TOML")}
+           "bad_toml.toml": ("experiment = \n", "invalid TOML"),
+           "bad_plot.toml": ('experiment = "toy"\n[grid]\nx = [1]\n[plot]\nx = "x"\ny = "yy"\n',
+                             "y = 'yy' is neither a parameter")}
     for name, (text, match) in bad.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(ValueError, match=match):
@@ -261,6 +371,92 @@ def test_config_errors(tmp_path, capsys):
         assert cli_main(["sweep", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
         assert match.split("'")[0] in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------------------- the lock
+def test_a_second_sweep_on_a_locked_folder_refuses_or_waits(tmp_path):
+    out = tmp_path / "s"
+    with FolderLock(out):
+        with pytest.raises(FolderBusy, match=rf"{out} is in use by another sweep \(pid {os.getpid()} on "):
+            sweep.run_sweep("toy", {"x": [1.0]}, out, scheduler="serial", progress=False)
+        t0 = time.monotonic()
+        with pytest.raises(FolderBusy, match="rerun with --wait"):
+            sweep.run_sweep("toy", {"x": [1.0]}, out, scheduler="serial", progress=False, wait=0.3)
+        assert time.monotonic() - t0 >= 0.3
+    assert not (out / "points").exists()  # the refused sweeps wrote nothing
+    assert sweep.run_sweep("toy", {"x": [1.0]}, out, scheduler="serial", progress=False).ran == 1
+
+
+def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
+    out = tmp_path / "s"
+    code = (f"import os, signal; from verify.sweep.store import FolderLock; FolderLock({str(out)!r}).__enter__(); "
+            f"os.kill(os.getpid(), signal.SIGKILL)")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert proc.returncode == -signal.SIGKILL and (out / ".lock").stat().st_size > 0
+    res = sweep.run_sweep("toy", {"x": [1.0]}, out, scheduler="serial", progress=False)  # wait=0: no waiting
+    assert res.ran == 1 and f'"pid": {os.getpid()}' in (out / ".lock").read_text()
+
+
+def test_two_sweep_processes_on_one_folder_run_each_point_once(tmp_path):
+    """issue 16 §2: two sweeps on one folder both ran every point. Now the second refuses (exit 2, naming
+    the first), and with --wait it waits for the first and finds every point finished."""
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(KILL_CFG.format(xs="1.0, 2.0, 3.0, 4.0", work=60000))
+    out = tmp_path / "two"
+    cmd = [sys.executable, "-m", "verify.cli", "sweep", str(cfg), "--out", str(out), "--workers", "1",
+           "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ((out / ".lock").exists() and (out / ".lock").stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        second = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert first.poll() is None, "the first sweep ended too early for this test"
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by another sweep (pid {first.pid} on" in second.stderr
+        third = subprocess.run(cmd + ["--wait"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert third.returncode == 0, third.stderr
+        assert "waiting for the other sweep" in third.stderr
+        assert "(0 run now, 4 found finished)" in third.stdout
+    finally:
+        out1, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0 and "(4 run now, 0 found finished)" in out1, err1
+
+
+# -------------------------------------------------------------------------------------- files, plot
+def test_output_files_get_normal_permissions(tmp_path):
+    """issue 16 §3: sweep files were created 0600 (mkstemp). With umask 022 they are 0644."""
+    from sims.cache import atomic_write_bytes
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "probe", b"x")
+        if stat.S_IMODE((tmp_path / "probe").stat().st_mode) == 0o600:
+            pytest.skip("sims.cache.atomic_write_bytes still creates 0600 files (its fix is on another branch)")
+        out = tmp_path / "s"
+        sweep.run_sweep("toy", {"x": [1.0, 2.0]}, out, scheduler="serial", progress=False)
+        files = [f for f in out.rglob("*") if f.is_file()]
+        assert len(files) == 8  # .lock, sweep.json, index.json, summary.csv/.md, plot.png, 2 points
+        assert {f.name: oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {f.name: "0o644" for f in files}
+    finally:
+        os.umask(old)
+
+
+def _fake(params: dict, y: float) -> dict:
+    return {"params": params, "seed": 0, "status": "done", "result": {"y": y}}
+
+
+def test_plot_orders_numeric_legends_by_value_and_uses_log_x_for_geometric_grids():
+    recs = [_fake({"L": L, "n": n}, 1.0 / L) for n in (32, 4, 128, 16, 8) for L in (25, 100, 400, 1600)]
+    lines, xscale, yscale = plot_data(recs, {"x": "L", "y": "y", "hue": "n"})
+    assert [hv for hv, _ in lines] == [4, 8, 16, 32, 128]  # not "128" < "16" < "32" < "4" < "8"
+    assert (xscale, yscale) == ("log", "linear")
+    assert plot_data(recs, {"x": "L", "y": "y", "hue": "n", "xscale": "linear"})[1] == "linear"
+    linear = [_fake({"n": n}, 1.0) for n in (16, 32, 48, 64, 96, 128)]  # massive_floors' n: not geometric
+    assert plot_data(linear, {"x": "n", "y": "y"})[1] == "linear"
+    mixed = [_fake({"x": 1, "d": d}, 0.0) for d in ("b", 10, None, 2, "a")]
+    assert [hv for hv, _ in plot_data(mixed, {"x": "x", "y": "y", "hue": "d"})[0]] == [None, 2, 10, "a", "b"]
 
 
 def test_example_configs_parse():
@@ -370,21 +566,55 @@ def test_granularity_config_has_the_granularity_sweep_points():
     assert keys(cfg["points"]) == keys(mv.sweep_points({}, (2, 4, 8), (100, 200, 400), (0, 1)))
 
 
-def test_crashed_worker_loses_its_points_without_recording_them(tmp_path, capsys):
-    """A worker that dies (not an exception: os._exit) leaves its points unrecorded; a rerun resumes them."""
+def test_point_that_kills_its_worker_is_recorded_crashed_and_the_rest_finish(tmp_path, capsys):
+    """issue 16 §2: a point whose worker dies (os._exit: not an exception) used to break the whole pool, so
+    every point after it was lost, on every rerun. Now the pool replaces the worker, the other points run,
+    and the point is recorded ``crashed`` after ``--tries`` deaths; only --retry-failed runs it again."""
+    xs = [float(i) for i in range(8)]
     cfg = tmp_path / "c.toml"
-    cfg.write_text('experiment = "toy"\n[zip]\nx = [1.0, 2.0, 3.0]\ncrash = [false, true, false]\n')
+    crash = "[" + ", ".join("true" if x == 3 else "false" for x in xs) + "]"
+    cfg.write_text(f'experiment = "toy"\nseed = 3\n[zip]\nx = {xs}\ncrash = {crash}\n')
     out = tmp_path / "out"
-    assert cli_main(["sweep", str(cfg), "--out", str(out), "--workers", "1", "--no-progress"]) == 1
-    assert "lost to a crashed worker" in capsys.readouterr().err
+    args = ["sweep", str(cfg), "--out", str(out), "--workers", "2", "--no-progress"]
+    assert cli_main(args) == 1
+    stdout, err = capsys.readouterr()
+    assert "7/8 done (8 run now, 0 found finished), 0 failed, 1 crashed, 0 lost" in stdout
+    assert "CRASHED" in err and "exited with code 3 on each of 2 tries" in err
     res = sweep.load_sweep(out)
-    assert [r["params"]["x"] for r in res.done] == [1.0] and len(res.pending) == 2
-    assert _parse_all(out) == 1
-    index = json.loads((out / "index.json").read_text())
-    assert index["counts"] == {"done": 1, "lost": 2}
-    cfg.write_text('experiment = "toy"\n[zip]\nx = [1.0, 3.0]\ncrash = [false, false]\n')
-    again = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], out, workers=1, progress=False)
-    assert again.ok and again.ran == 1 and again.skipped == 1
+    (bad,) = res.crashed
+    assert bad["params"]["x"] == 3.0 and bad["tries"] == 2 and bad["result"] is None
+    assert json.loads((out / "index.json").read_text())["counts"] == {"done": 7, "crashed": 1}
+    assert "crashed points" in (out / "summary.md").read_text()
+    # the other points are exactly those of an uninterrupted serial run
+    ref = sweep.run_sweep("toy", [p for p in sweep.load_config(cfg)["points"] if not p["crash"]], tmp_path / "ref",
+                          scheduler="serial", seed=3, progress=False)
+    assert {k: v for k, v in _essence(out).items() if v[2] == "done"} == _essence(ref)
+    # a rerun does not try the crashed point again ...
+    again = sweep.run_sweep("toy", sweep.load_config(cfg)["points"], out, workers=2, seed=3, progress=False)
+    assert again.ran == 0 and again.skipped == 8 and len(again.crashed) == 1
+    # ... unless asked to, with its own bound on tries
+    assert cli_main(args + ["--retry-failed", "--tries", "1"]) == 1
+    assert "(1 run now, 7 found finished), 0 failed, 1 crashed" in capsys.readouterr()[0]
+    assert sweep.load_sweep(out).crashed[0]["tries"] == 1
+
+
+def test_worker_killed_by_a_signal_is_named(tmp_path):
+    res = sweep.run_sweep("toy", [{"x": 1.0}, {"x": 2.0, "signal": int(signal.SIGKILL)}], tmp_path / "k",
+                          workers=1, tries=1, progress=False)
+    assert [r["status"] for r in res.records] == ["done", "crashed"]
+    assert "killed by SIGKILL on each of 1 tries" in res.crashed[0]["error"]
+
+
+def test_pool_workers_that_die_at_start_up_are_an_error_not_crashed_points(tmp_path):
+    """A script without the __main__ guard: its spawned workers die while importing it."""
+    script = tmp_path / "noguard.py"
+    script.write_text(f"from verify.sweep import run_sweep\n"
+                      f"run_sweep('toy', {{'x': [1.0, 2.0]}}, {str(tmp_path / 'o')!r}, workers=1, progress=False)\n")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode != 0
+    assert "RuntimeError: sweep workers die while starting" in proc.stderr and "__main__" in proc.stderr
+    assert not list((tmp_path / "o" / "points").glob("*.json"))
 
 
 def test_sweep_runner_returns_results_in_order_and_raises_on_failure(tmp_path):

@@ -29,12 +29,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from numba import njit, prange
 
-from theory.validate import as_covariance, check_index
+from theory._homotopy import _PIVOT_RTOL, _TINY, _homotopy, _homotopy_all  # noqa: F401  (numba kernels)
+from theory.validate import as_covariance, as_float_array, check_index
 
-_PIVOT_RTOL = 1e-12  # squared Cholesky pivot below this × Cov_jj: category j is in the span of the active ones
-_REFRESH = 16  # recompute θ̂_A and the correlations from scratch every so many breakpoints
 
 
 def covlasso_cd(cov, i: int, lam: float, tol: float = 1e-13, max_sweeps: int = 100_000) -> np.ndarray:
@@ -43,14 +41,11 @@ def covlasso_cd(cov, i: int, lam: float, tol: float = 1e-13, max_sweeps: int = 1
     Stops when a full sweep changes no coordinate by more than ``tol`` (relative to max|θ̂|+1).
     Returns θ with θ_i = −1.
     """
-    c = as_covariance(cov)
+    c, e = _prepare(cov)
     n = c.shape[0]
     i = check_index(i, n)
-    if n < 2:
-        raise ValueError("cov: need at least 2 categories")
-    lam = float(lam)
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam: must be finite and >= 0, got {lam}")
+    lam = float(np.ldexp(_check_lam(lam), -e))
+    tol = _check_lam(tol, "tol")
     rest = np.delete(np.arange(n), i)
     C = c[np.ix_(rest, rest)]
     b = c[rest, i]
@@ -79,328 +74,70 @@ def covlasso_cd(cov, i: int, lam: float, tol: float = 1e-13, max_sweeps: int = 1
     theta[i] = -1.0
     return theta
 
-
-# ----------------------------------------------------------------------------------------------
-# numba kernels
-# ----------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _chol_solve(L, k, rhs, out):
-    """out[:k] = (L Lᵀ)⁻¹ rhs[:k] for the leading k×k lower factor L."""
-    for r in range(k):
-        s = rhs[r]
-        for q in range(r):
-            s -= L[r, q] * out[q]
-        out[r] = s / L[r, r]
-    for r in range(k - 1, -1, -1):  # Lᵀx = y by columns of Lᵀ = rows of L (contiguous)
-        x = out[r] / L[r, r]
-        out[r] = x
-        for q in range(r):
-            out[q] -= L[r, q] * x
-
-
-@njit(cache=True)
-def _gemv_rows(cov, act, k, coef, out):
-    """out = Σ_p coef[p]·cov[act[p], :] (= Ĉov_{:,A}·coef by symmetry), four rows per pass over ``out``."""
-    n = cov.shape[1]
-    for j in range(n):
-        out[j] = 0.0
-    p = 0
-    while p + 4 <= k:
-        d0, d1, d2, d3 = coef[p], coef[p + 1], coef[p + 2], coef[p + 3]
-        r0, r1, r2, r3 = cov[act[p]], cov[act[p + 1]], cov[act[p + 2]], cov[act[p + 3]]
-        for j in range(n):
-            out[j] += d0 * r0[j] + d1 * r1[j] + d2 * r2[j] + d3 * r3[j]
-        p += 4
-    while p < k:
-        dp = coef[p]
-        r0 = cov[act[p]]
-        for j in range(n):
-            out[j] += dp * r0[j]
-        p += 1
-
-
-@njit(cache=True)
-def _refresh(cov, i, mu, act, sgn, k, L, t, c, work, rhs):
-    """θ̂_A = Ĉov_AA⁻¹(b̂_A − μ s_A) with the factor, and c = b̂ − Ĉov_{:,A} θ̂_A, from scratch."""
-    n = cov.shape[0]
-    for p in range(k):
-        rhs[p] = cov[act[p], i] - mu * sgn[p]
-    _chol_solve(L, k, rhs, work)
-    for p in range(k):
-        t[act[p]] = work[p]
-    _gemv_rows(cov, act, k, work, c)
-    for j in range(n):
-        c[j] = cov[j, i] - c[j]
-    for p in range(k):
-        c[act[p]] = mu * sgn[p]
-    c[i] = 0.0
-
-
-@njit(cache=True)
-def _homotopy(cov, i, mu_stop, record, max_steps):
-    """LARS-lasso homotopy for Eq 6 from μ = ‖b̂‖_∞ down to μ_stop = λ/2.
-
-    Returns (theta, status, n_breakpoints, mus, thetas): theta with θ_i = −1; status 0 = ok,
-    1 = max_steps reached; when ``record``, mus[:K] and thetas[:K] hold every breakpoint μ_k
-    (decreasing, first = μ_max, last = μ_stop) and θ there.
-    """
-    n = cov.shape[0]
-    state = np.zeros(n, np.int8)  # 0 inactive, 1 active, 2 excluded (i itself, or set aside)
-    state[i] = 2
-    c = np.empty(n)
-    for j in range(n):
-        c[j] = cov[j, i]
-    c[i] = 0.0
-    t = np.zeros(n)
-    cap = 64 if record else 1
-    mus = np.empty(cap)
-    ths = np.empty((cap, n if record else 1))
-    nrec = 0
-    mu = 0.0
-    jmax = -1
-    for j in range(n):
-        if j != i and abs(c[j]) > mu:
-            mu = abs(c[j])
-            jmax = j
-    if record:
-        mus[0] = mu
-        for j in range(n):
-            ths[0, j] = 0.0
-        ths[0, i] = -1.0
-        nrec = 1
-    status = 0
-    if jmax >= 0 and mu > mu_stop:
-        capL = 32
-        L = np.zeros((capL, capL))
-        act = np.empty(n, np.int64)
-        sgn = np.empty(n)
-        d = np.empty(n)
-        a = np.empty(n)
-        rhs = np.empty(n)
-        w = np.empty(n)
-        L[0, 0] = np.sqrt(cov[jmax, jmax])
-        act[0] = jmax
-        sgn[0] = 1.0 if c[jmax] > 0 else -1.0
-        state[jmax] = 1
-        k = 1
-        last_dropped = -1
-        steps = 0
-        while True:
-            steps += 1
-            if steps > max_steps:
-                status = 1
-                break
-            _chol_solve(L, k, sgn, d)
-            _gemv_rows(cov, act, k, d, a)  # a = Ĉov_{:,A} d: the correlations move by −γ·a
-            gamma = mu - mu_stop
-            event = 0
-            who = -1
-            for j in range(n):
-                if state[j] != 0:
-                    continue
-                aj = a[j]
-                cj = c[j]
-                den = 1.0 - aj
-                if den > 1e-15:
-                    g = (mu - cj) / den
-                    if g < gamma and (g > 0.0 or (g >= 0.0 and j != last_dropped)):
-                        gamma = g
-                        event = 1
-                        who = j
-                den = 1.0 + aj
-                if den > 1e-15:
-                    g = (mu + cj) / den
-                    if g < gamma and (g > 0.0 or (g >= 0.0 and j != last_dropped)):
-                        gamma = g
-                        event = 1
-                        who = j
-            for p in range(k):
-                # lasso modification: a coefficient moving toward 0 (d_p opposite to its sign) leaves
-                # when it reaches 0; a fresh joiner moves away from 0 (its sign is its correlation's)
-                if sgn[p] * d[p] < 0.0:
-                    g = -t[act[p]] / d[p]
-                    if g < 0.0:
-                        g = 0.0
-                    if g < gamma:
-                        gamma = g
-                        event = 2
-                        who = p
-            if gamma < 0.0:
-                gamma = 0.0
-            for p in range(k):
-                t[act[p]] += gamma * d[p]
-            for j in range(n):
-                c[j] -= gamma * a[j]
-            mu -= gamma
-            if event == 0:
-                mu = mu_stop
-            for p in range(k):
-                c[act[p]] = mu * sgn[p]
-            c[i] = 0.0
-            if event == 0:
-                break
-            if event == 1:
-                j = who
-                # bordered Cholesky: L w = Ĉov_{A,j}, pivot² = Ĉov_jj − ‖w‖²
-                for p in range(k):
-                    s = cov[act[p], j]
-                    for q in range(p):
-                        s -= L[p, q] * w[q]
-                    w[p] = s / L[p, p]
-                piv2 = cov[j, j]
-                for p in range(k):
-                    piv2 -= w[p] * w[p]
-                if piv2 <= _PIVOT_RTOL * cov[j, j]:
-                    state[j] = 2  # in the span of the active set: set aside
-                else:
-                    if k + 1 > capL:
-                        L2 = np.zeros((2 * capL, 2 * capL))
-                        L2[:capL, :capL] = L
-                        L = L2
-                        capL *= 2
-                    for p in range(k):
-                        L[k, p] = w[p]
-                    L[k, k] = np.sqrt(piv2)
-                    act[k] = j
-                    sgn[k] = 1.0 if c[j] > 0 else -1.0
-                    c[j] = mu * sgn[k]
-                    state[j] = 1
-                    k += 1
-                last_dropped = -1
-            else:
-                p0 = who
-                j = act[p0]
-                t[j] = 0.0
-                state[j] = 0
-                last_dropped = j
-                # delete row p0, then Givens on columns (r, r+1) to restore lower-triangular form
-                for r in range(p0, k - 1):
-                    for q in range(r + 2):
-                        L[r, q] = L[r + 1, q]
-                    act[r] = act[r + 1]
-                    sgn[r] = sgn[r + 1]
-                k -= 1
-                for r in range(p0, k):
-                    x = L[r, r]
-                    y = L[r, r + 1]
-                    h = np.hypot(x, y)
-                    cs = x / h
-                    sn = y / h
-                    for q in range(r, k):
-                        u = L[q, r]
-                        v = L[q, r + 1]
-                        L[q, r] = cs * u + sn * v
-                        L[q, r + 1] = -sn * u + cs * v
-                    L[r, r + 1] = 0.0
-                for q in range(k + 1):
-                    L[k, q] = 0.0
-                    L[q, k] = 0.0
-            if k > 0 and steps % _REFRESH == 0:
-                _refresh(cov, i, mu, act, sgn, k, L, t, c, w, rhs)
-            if record:
-                if nrec == cap:
-                    mus2 = np.empty(2 * cap)
-                    mus2[:cap] = mus
-                    ths2 = np.empty((2 * cap, n))
-                    ths2[:cap] = ths
-                    mus = mus2
-                    ths = ths2
-                    cap *= 2
-                mus[nrec] = mu
-                for q in range(n):
-                    ths[nrec, q] = t[q]
-                # the same rule as for the final θ: an active coefficient on the wrong side of 0 is 0. A
-                # periodic refresh right at a join gives the joiner a rounding-level value (~1e-16) of either
-                # sign; recorded as is, it broke exact zeros and KKT (residual ~λ) at ~2.5% of breakpoints
-                for p in range(k):
-                    if t[act[p]] * sgn[p] < 0.0:
-                        ths[nrec, act[p]] = 0.0
-                if event == 1 and state[who] == 1:
-                    ths[nrec, who] = 0.0  # a joiner is exactly 0 at the breakpoint where it joins
-                ths[nrec, i] = -1.0
-                nrec += 1
-            if k == 0:
-                # every coefficient left: restart from the largest correlation (cannot happen for μ < μ_max
-                # in exact arithmetic; kept so the loop never solves with an empty factor)
-                jm = -1
-                best = 0.0
-                for j in range(n):
-                    if state[j] == 0 and abs(c[j]) > best:
-                        best = abs(c[j])
-                        jm = j
-                if jm < 0 or best <= mu_stop:
-                    mu = mu_stop
-                    break
-                mu = best
-                L[0, 0] = np.sqrt(cov[jm, jm])
-                act[0] = jm
-                sgn[0] = 1.0 if c[jm] > 0 else -1.0
-                state[jm] = 1
-                k = 1
-        if k > 0:
-            _refresh(cov, i, mu, act, sgn, k, L, t, c, w, rhs)  # exact θ̂_A at the final μ
-            for p in range(k):  # a coefficient that the fresh solve puts on the wrong side of 0 is 0
-                if t[act[p]] * sgn[p] < 0.0:
-                    t[act[p]] = 0.0
-        if record:
-            if nrec > 0 and mus[nrec - 1] == mu:
-                nrec -= 1
-            if nrec == cap:
-                mus2 = np.empty(cap + 1)
-                mus2[:cap] = mus
-                ths2 = np.empty((cap + 1, n))
-                ths2[:cap] = ths
-                mus = mus2
-                ths = ths2
-            mus[nrec] = mu
-            for q in range(n):
-                ths[nrec, q] = t[q]
-            ths[nrec, i] = -1.0
-            nrec += 1
-    t[i] = -1.0
-    return t, status, nrec, mus[:nrec], ths[:nrec]
-
-
-@njit(cache=True, parallel=True)
-def _homotopy_all(cov, mu_stops, max_steps):
-    n = cov.shape[0]
-    out = np.empty((n, n))
-    status = np.zeros(n, np.int64)
-    for i in prange(n):
-        th, st, _, _, _ = _homotopy(cov, i, mu_stops[i], False, max_steps)
-        out[i, :] = th
-        status[i] = st
-    return out, status
-
-
 # ----------------------------------------------------------------------------------------------
 # public API
 # ----------------------------------------------------------------------------------------------
-def _prepare(cov) -> np.ndarray:
-    c = np.ascontiguousarray(as_covariance(cov))
+def _prepare(cov, name: str = "cov") -> tuple[np.ndarray, int]:
+    """(Cov·4⁻ᵏ, 2k): the validated covariance scaled by a power of four so that max Cov_jj ∈ [1/2, 2).
+
+    θ*(λ; s·Cov) = θ*(λ/s; Cov), and a power-of-four scaling is exact (so are the square roots of the
+    Cholesky pivots), so the path is computed bit for bit as at unit scale, away from under/overflow;
+    λ is scaled by the same power. A nonzero Cov_jj below the smallest normal float64 (subnormal: precision
+    lost) is an error.
+    """
+    c = np.ascontiguousarray(as_covariance(cov, name))
     if c.shape[0] < 2:
-        raise ValueError(f"cov: need at least 2 categories (n = {c.shape[0]} has no other logit to predict from)")
-    return c
+        raise ValueError(f"{name}: need at least 2 categories (n = {c.shape[0]} has no other logit to predict from)")
+    d = np.diag(c)
+    sub = (d > 0) & (d < _TINY)
+    if sub.any():
+        j = int(np.flatnonzero(sub)[0])
+        raise ValueError(f"{name}: Cov[{j},{j}] = {d[j]:.3g} is subnormal in float64 (precision lost); rescale the logits")
+    dmax = float(d.max())
+    if dmax <= 0:
+        return c, 0
+    e = 2 * int(np.round(np.log2(dmax) / 2))
+    return np.ascontiguousarray(np.ldexp(c, -e)), e
+
+
+def _unscale(x, e: int, what: str):
+    with np.errstate(over="ignore"):
+        y = np.ldexp(x, e)
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{what} overflows float64 at this scale of Cov; rescale the logits")
+    return y
 
 
 def _max_steps(n: int) -> int:
     return 50 * n + 1000
 
 
+def _check_lam(lam, name: str = "lam") -> float:
+    if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: must be a real number, got {lam!r}")
+    lam = float(lam)
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"{name}: must be finite and >= 0, got {lam}")
+    return lam
+
+
 def resolve_lambda(cov: np.ndarray, i: int, lam: float | None, rho: float | None) -> float:
     """λ from an absolute ``lam`` or a relative ``rho`` (λ = ρ·λ_max(i), ND Thm 1); exactly one is given."""
     if (lam is None) == (rho is None):
         raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
+    c = np.asarray(cov)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 2:
+        raise ValueError(f"cov: expected a square matrix with n >= 2, got shape {c.shape}")
+    i = check_index(i, c.shape[0])
     if rho is not None:
-        rho = float(rho)
-        if not np.isfinite(rho) or rho < 0:
-            raise ValueError(f"rho: must be finite and >= 0, got {rho}")
-        rest = np.delete(np.arange(cov.shape[0]), i)
-        return rho * 2.0 * float(np.abs(cov[rest, i]).max())
-    lam = float(lam)
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam: must be finite and >= 0, got {lam}")
-    return lam
+        rho = _check_lam(rho, "rho")
+        rest = np.delete(np.arange(c.shape[0]), i)
+        with np.errstate(over="ignore"):
+            out = rho * 2.0 * float(np.abs(c[rest, i]).max())
+        if not np.isfinite(out):
+            raise ValueError("rho: ρ·λ_max(i) overflows float64; rescale the logits")
+        return out
+    return _check_lam(lam)
 
 
 def _solve(c: np.ndarray, i: int, lam: float) -> np.ndarray:
@@ -410,14 +147,23 @@ def _solve(c: np.ndarray, i: int, lam: float) -> np.ndarray:
     return theta
 
 
+def _scaled_lambda(c: np.ndarray, e: int, i: int, lam, rho) -> float:
+    """λ on the scaled Cov (λ·4⁻ᵏ) from an absolute ``lam`` (original units) or a relative ``rho``."""
+    if (lam is None) == (rho is None):
+        raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
+    if rho is not None:
+        return resolve_lambda(c, i, None, rho)
+    return float(np.ldexp(_check_lam(lam), -e))
+
+
 def covlasso(cov, i: int, lam: float | None = None, *, rho: float | None = None) -> np.ndarray:
     """θ*(λ) of ND Eq 2 / Eq 6 for category ``i`` (θ_i = −1 exactly); λ absolute or ``rho=`` relative.
 
     Exact: the LARS-lasso homotopy from λ_max(i) down to λ (module doc). λ ≥ λ_max(i) gives −e_i.
     """
-    c = _prepare(cov)
+    c, e = _prepare(cov)
     i = check_index(i, c.shape[0])
-    return _solve(c, i, resolve_lambda(c, i, lam, rho))
+    return _solve(c, i, _scaled_lambda(c, e, i, lam, rho))
 
 
 def covlasso_all(cov, lam: float | None = None, *, rho: float | None = None) -> np.ndarray:
@@ -425,22 +171,17 @@ def covlasso_all(cov, lam: float | None = None, *, rho: float | None = None) -> 
 
     ``lam`` is one absolute λ for all categories; ``rho`` a relative one, λ_i = ρ·λ_max(i).
     """
-    c = _prepare(cov)
+    c, e = _prepare(cov)
     n = c.shape[0]
     if (lam is None) == (rho is None):
         raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
-    off = np.abs(c)
-    np.fill_diagonal(off, 0.0)
     if rho is not None:
-        rho = float(rho)
-        if not np.isfinite(rho) or rho < 0:
-            raise ValueError(f"rho: must be finite and >= 0, got {rho}")
+        rho = _check_lam(rho, "rho")
+        off = np.abs(c)
+        np.fill_diagonal(off, 0.0)
         mu = rho * off.max(axis=0)
     else:
-        lam = float(lam)
-        if not np.isfinite(lam) or lam < 0:
-            raise ValueError(f"lam: must be finite and >= 0, got {lam}")
-        mu = np.full(n, lam / 2.0)
+        mu = np.full(n, np.ldexp(_check_lam(lam), -e) / 2.0)
     out, status = _homotopy_all(c, mu, _max_steps(n))
     if status.any():
         raise RuntimeError(f"covlasso_all: homotopy did not finish for categories {np.flatnonzero(status)[:10].tolist()}")
@@ -464,10 +205,12 @@ class CovLassoPath:
 
     def at(self, lams) -> np.ndarray:
         """θ*(λ) for each λ in ``lams`` (shape (m, n), or (n,) for a scalar), by exact interpolation."""
-        lam = np.asarray(lams, dtype=float)
+        lam = as_float_array(lams, "lams")
         scalar = lam.ndim == 0
+        if lam.ndim > 1:
+            raise ValueError(f"lams: expected a scalar or a 1-D array, got shape {lam.shape}")
         lam = np.atleast_1d(lam)
-        if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        if np.any(lam < 0):
             raise ValueError("lams: must be finite and >= 0")
         lo = self.breakpoints[-1]
         if np.any(lam < lo * (1 - 1e-15) - 1e-300):
@@ -500,20 +243,21 @@ def covlasso_path(cov, i: int, lams=None) -> CovLassoPath:
     Returns a :class:`CovLassoPath` (breakpoints, coefficients at each; ``.at(λ)`` for any λ in between;
     with ``lams`` given, ``.lams``/``.thetas`` hold θ* at those λ).
     """
-    c = _prepare(cov)
+    c, e = _prepare(cov)
     n = c.shape[0]
     i = check_index(i, n)
     lam_arr = None
     lam_stop = 0.0
     if lams is not None:
-        lam_arr = np.atleast_1d(np.asarray(lams, dtype=float))
-        if lam_arr.size == 0 or not np.all(np.isfinite(lam_arr)) or np.any(lam_arr < 0):
-            raise ValueError("lams: must be a non-empty array of finite values >= 0")
-        lam_stop = float(lam_arr.min())
+        lam_arr = np.atleast_1d(as_float_array(lams, "lams"))
+        if lam_arr.ndim != 1 or np.any(lam_arr < 0):
+            raise ValueError("lams: must be a non-empty 1-D array of finite values >= 0")
+        lam_stop = float(np.ldexp(lam_arr.min(), -e))
     theta, status, nrec, mus, ths = _homotopy(c, i, lam_stop / 2.0, True, _max_steps(n))
     if status != 0:
         raise RuntimeError(f"covlasso_path: homotopy did not finish in {_max_steps(n)} breakpoints (i={i})")
-    path = CovLassoPath(i=i, breakpoints=2.0 * np.asarray(mus), coefs=np.asarray(ths))
+    bps = _unscale(2.0 * np.asarray(mus), e, "λ_max(i)")
+    path = CovLassoPath(i=i, breakpoints=bps, coefs=np.asarray(ths))
     if lam_arr is not None:
         path.lams = lam_arr
         path.thetas = path.at(lam_arr)
@@ -521,18 +265,31 @@ def covlasso_path(cov, i: int, lams=None) -> CovLassoPath:
 
 
 def kkt_violation(cov, i: int, lam: float, theta) -> float:
-    """max_j of the KKT residual of Eq 6 (A35) at θ, in units of λ_max(i) (0 at the exact optimum)."""
-    c = as_covariance(cov)
+    """max_j of the KKT residual of Eq 6 (A35) at θ, in units of λ_max(i) (0 at the exact optimum).
+
+    Evaluated on Cov scaled by a power of four (exact), so it is scale-free; bad θ or λ (NaN, wrong shape,
+    θ_i ≠ −1 is allowed: only j ≠ i enter) raise ValueError.
+    """
+    c, e = _prepare(cov)
     n = c.shape[0]
     i = check_index(i, n)
+    lam_s = float(np.ldexp(_check_lam(lam), -e))
+    th = as_float_array(theta, "theta", ndim=1)
+    if th.shape != (n,):
+        raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
     rest = np.delete(np.arange(n), i)
-    t = np.asarray(theta, float)[rest]
-    g = c[np.ix_(rest, rest)] @ t - c[rest, i]  # ½ gradient of the smooth part
-    half = lam / 2.0
+    t = th[rest]
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = c[np.ix_(rest, rest)] @ t - c[rest, i]  # ½ gradient of the smooth part
+    if not np.all(np.isfinite(g)):
+        raise ValueError("theta: Ĉov θ̂ overflows float64 (θ far too large for this Cov)")
+    half = lam_s / 2.0
     on = t != 0
     r = np.where(on, np.abs(g + half * np.sign(t)), np.maximum(np.abs(g) - half, 0.0))
     lmax = 2.0 * np.abs(c[rest, i]).max()
-    return float(r.max() / max(lmax, np.finfo(float).tiny))
+    if lmax == 0.0:
+        return float(0.0 if r.max() == 0 else np.inf)  # f_i uncorrelated with all: θ̂ = 0 is the only optimum
+    return float(r.max() / lmax)
 
 
 def kkt_violation_all(cov, Theta, lam=None, *, rho=None) -> np.ndarray:
@@ -541,9 +298,9 @@ def kkt_violation_all(cov, Theta, lam=None, *, rho=None) -> np.ndarray:
     Row i of Θ·Cov is Ĉovθ̂ − b̂ on j ≠ i because θ_i = −1. ``lam``: one λ for all rows; ``rho``: λ_i = ρ·λ_max(i).
     Returns the residuals in units of λ_max(i).
     """
-    c = as_covariance(cov)
+    c, e = _prepare(cov)
     n = c.shape[0]
-    T = np.asarray(Theta, dtype=float)
+    T = as_float_array(Theta, "Theta", ndim=2)
     if T.shape != (n, n):
         raise ValueError(f"Theta: expected shape ({n}, {n}), got {T.shape}")
     if not np.all(np.diag(T) == -1.0):
@@ -553,11 +310,17 @@ def kkt_violation_all(cov, Theta, lam=None, *, rho=None) -> np.ndarray:
     lmax = 2.0 * off.max(axis=0)
     if (lam is None) == (rho is None):
         raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
-    half = (np.full(n, float(lam)) if rho is None else float(rho) * lmax) / 2.0
-    if not np.all(np.isfinite(half)) or np.any(half < 0):
-        raise ValueError("lam/rho: must be finite and >= 0")
-    G = T @ c
+    if rho is None:
+        half = np.full(n, np.ldexp(_check_lam(lam), -e)) / 2.0
+    else:
+        half = _check_lam(rho, "rho") * lmax / 2.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = T @ c
+    if not np.all(np.isfinite(G)):
+        raise ValueError("Theta: Θ·Cov overflows float64 (Θ far too large for this Cov)")
     on = T != 0
     r = np.where(on, np.abs(G + half[:, None] * np.sign(T)), np.maximum(np.abs(G) - half[:, None], 0.0))
     np.fill_diagonal(r, 0.0)
-    return r.max(axis=1) / np.maximum(lmax, np.finfo(float).tiny)
+    rm = r.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(lmax > 0, rm / np.where(lmax > 0, lmax, 1.0), np.where(rm == 0, 0.0, np.inf))

@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 
 from theory.covlasso import covlasso, resolve_lambda
-from theory.dependency import error_floor
+from theory.dependency import error_floor, prediction_error, second_moment
 from theory.validate import as_covariance, as_float_array, check_index
 
 
@@ -59,6 +59,8 @@ def mixed_cov(cov_f, cross_fg, g_sq: float, i: int) -> np.ndarray:
         x = x[:, check_index(i, x.shape[1], "i (column of cross_fg)")]
     if x.shape != (n,):
         raise ValueError(f"cross_fg: expected shape ({n},) or ({n}, m), got {x.shape}")
+    if isinstance(g_sq, (bool, np.bool_)) or not isinstance(g_sq, (int, float, np.integer, np.floating)):
+        raise TypeError(f"g_sq: E[g_i^2] must be a real number, got {g_sq!r}")
     g_sq = float(g_sq)
     if not np.isfinite(g_sq) or g_sq < 0:
         raise ValueError(f"g_sq: E[g_i^2] must be finite and >= 0, got {g_sq}")
@@ -119,11 +121,11 @@ def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
     hit = R.argmax(1) == y
     return {
         "abs_err": abs_err,
-        "rel_err": abs_err / scale if scale > 0 else float("inf"),
+        "rel_err": abs_err / scale if scale > 0 else (0.0 if abs_err == 0 else float("inf")),
         "acc": float(hit.mean()),
         "orig_acc": float(orig_hit.mean()),
-        "pos_acc": float(hit[pos].mean()) if pos.any() else float("nan"),
-        "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else float("nan"),
+        "pos_acc": float(hit[pos].mean()) if pos.any() else None,
+        "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else None,
         "n_pos": int(pos.sum()),
     }
 
@@ -162,24 +164,25 @@ def dependencies(cov_or_logits, i: int, lam: float | None = None, *, rho: float 
             raise ValueError(f"logits: need at least 2 samples, got {F.shape[0]}")
         if g is not None:
             F = mixed_logits(F, g, i)
-        cov = F.T @ F / F.shape[0]
-        cov = as_covariance(0.5 * (cov + cov.T))
+        cov = as_covariance(second_moment(F))
     n = cov.shape[0]
     if n < 2:
         raise ValueError(f"need at least 2 categories (n = {n} has no other logit to predict from)")
     i = check_index(i, n)
+    cii = float(cov[i, i])
+    if cii <= 0:
+        raise ValueError(f"category {i} has no energy (Cov_ii = E[f_i^2] = 0): nothing to predict")
     lam_v = resolve_lambda(cov, i, lam, rho)
     theta = covlasso(cov, i, lam_v)
     rest = np.delete(np.arange(n), i)
     support = rest[theta[rest] != 0]
-    err = float(theta @ cov @ theta)
-    cii = float(cov[i, i])
+    err = prediction_error(cov, theta)
     metrics = None
     if labels is not None:
         metrics = replaced_logit_metrics(F, labels, i, theta,
                                          evaluated=None if g is None else as_float_array(g, "g", ndim=2))
     return Dependencies(
         i=i, lam=lam_v, lambda_max=2.0 * float(np.abs(cov[rest, i]).max()), theta=theta, support=support,
-        coefficients=theta[support], err=max(err, 0.0), rel_err=max(err, 0.0) / cii if cii > 0 else float("nan"),
+        coefficients=theta[support], err=err, rel_err=err / cii,
         floor=float(error_floor(cov)[i]), cov_ii=cii, metrics=metrics,
     )

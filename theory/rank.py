@@ -24,26 +24,66 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, special
 
-from theory.validate import as_float_array, check_positive
+import os
+
+from theory.validate import as_float_array
 
 #: float32 machine epsilon as the paper writes it (RD Sec 4.3: "1.19e−7").
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 1.1920929e-07
 
 
-def _check_eps(eps, name="eps") -> float:
+def _check_real_number(x, name: str) -> float:
+    if isinstance(x, (bool, np.bool_, complex, np.complexfloating)) or isinstance(x, str):
+        raise ValueError(f"{name}: must be a real number, got {x!r}")
     try:
-        e = float(eps)
+        return float(x)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}: must be a number > 0, got {eps!r}") from None
+        raise ValueError(f"{name}: must be a real number, got {x!r}") from None
+
+
+def _check_eps(eps, name="eps") -> float:
+    e = _check_real_number(eps, name)
     if not np.isfinite(e) or e <= 0:
         raise ValueError(f"{name}: must be finite and > 0, got {eps!r}")
     return e
 
 
+def _real_array(x, name: str, ndim: int | None = None) -> np.ndarray:
+    """A validated float64 array: complex, boolean and object input are errors, not silently converted."""
+    a = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    if np.iscomplexobj(a):
+        raise ValueError(f"{name}: must be real, got a complex array (dtype {a.dtype})")
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"{name}: must be a real numeric array, got dtype {a.dtype}")
+    return as_float_array(a, name, ndim=ndim)
+
+
+def _unit_scale(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(a·2^−e, e) with max|a·2^−e| in [½, 1): an exact rescaling, so ranks and ratios at any scale
+    (1e±300) are computed on O(1) numbers (no overflow in squares, no underflow to subnormals)."""
+    m = float(np.max(np.abs(a)))
+    if m == 0.0:
+        return a, 0
+    e = int(np.frexp(m)[1])
+    return np.ldexp(a, -e), e
+
+
+def _check_alloc(nbytes: int, what: str) -> None:
+    """MemoryError naming ``what`` when ``nbytes`` exceeds the physical memory (never a swap-storm or an OOM kill)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if nbytes > 0.5 * total:
+        raise MemoryError(f"{what} needs about {nbytes / 2**30:.3g} GiB; this machine has {total / 2**30:.3g} GiB")
+
+
 def singular_values(W) -> np.ndarray:
-    """Singular values of a validated 2-D float64 matrix, descending (ValueError on NaN/Inf/empty)."""
-    a = as_float_array(W, "W", ndim=2)
-    return np.linalg.svd(a, compute_uv=False)
+    """Singular values of a validated real 2-D matrix, descending (ValueError on NaN/Inf/empty/complex).
+
+    Computed on the matrix rescaled by a power of two and scaled back, so they are right at any scale."""
+    a, e = _unit_scale(_real_array(W, "W", ndim=2))
+    return np.ldexp(np.linalg.svd(a, compute_uv=False), e)
 
 
 def float32_eps_rule(n_values: int) -> float:
@@ -60,9 +100,10 @@ def float32_eps_rule(n_values: int) -> float:
 def rank_from_singular_values(s, eps) -> int:
     """Eq 4 on given singular values: #{i : σ_i ≥ ε·max σ}; 0 for the zero matrix."""
     e = _check_eps(eps)
-    s = as_float_array(s, "singular values", ndim=1)
+    s = _real_array(s, "singular values", ndim=1)
     if np.any(s < 0):
         raise ValueError("singular values: must be >= 0")
+    s, _ = _unit_scale(s)  # exact: the count is scale-invariant and e·top must not underflow
     top = float(s.max())
     if top == 0.0:
         return 0
@@ -75,9 +116,9 @@ def numerical_rank(W, eps=None) -> int:
     ``eps=None`` uses the float32 rule of Sec 4.3 (ε = 1.19e−7 × min(n, d)). The zero matrix has rank 0.
     Raises ValueError for NaN/Inf, empty matrices, eps ≤ 0.
     """
-    s = singular_values(W)
-    e = float32_eps_rule(s.size) if eps is None else _check_eps(eps)
-    return rank_from_singular_values(s, e)
+    a, _ = _unit_scale(_real_array(W, "W", ndim=2))  # Rank_ε is scale-invariant: compute at scale 1
+    e = float32_eps_rule(min(a.shape)) if eps is None else _check_eps(eps)
+    return rank_from_singular_values(np.linalg.svd(a, compute_uv=False), e)
 
 
 def pca_dim(features, eps=None, method: str = "auto") -> int:
@@ -89,7 +130,7 @@ def pca_dim(features, eps=None, method: str = "auto") -> int:
     absolute error ~d·1e−16·λ_max, several times faster for N ≫ d), "auto" ("cov" when ε ≥ 1e−10 and
     N > 2d, else "svd"). Needs N ≥ 2.
     """
-    x = as_float_array(features, "features", ndim=2)
+    x, _ = _unit_scale(_real_array(features, "features", ndim=2))  # scale-invariant: no overflow in the mean/squares
     if x.shape[0] < 2:
         raise ValueError(f"features: need at least 2 samples (rows) for a covariance, got {x.shape[0]}")
     if method not in ("auto", "svd", "cov"):
@@ -113,17 +154,23 @@ def weyl_delta_max(W, eps, D) -> float:
     at the (measure-zero) ε = σ_i/σ_1 that Thm 1's "almost every ε" excludes; ∞ for D = 0.
     """
     e = _check_eps(eps)
-    s = singular_values(W)
-    d = as_float_array(D, "D", ndim=2)
-    if d.shape != np.shape(W):
-        raise ValueError(f"D: shape {d.shape} differs from W's {np.shape(W)}")
+    w, ew = _unit_scale(_real_array(W, "W", ndim=2))
+    d, ed = _unit_scale(_real_array(D, "D", ndim=2))
+    if d.shape != w.shape:
+        raise ValueError(f"D: shape {d.shape} differs from W's {w.shape}")
+    s = np.linalg.svd(w, compute_uv=False)
     dn = float(np.linalg.norm(d, 2))
     if dn == 0.0:
         return float("inf")
     if s[0] == 0.0:
         raise ValueError("W: the zero matrix has no relative threshold ε‖W‖₂")
     margin = float(np.min(np.abs(s - e * s[0])))
-    return margin / ((1.0 + e) * dn)
+    with np.errstate(over="ignore", under="ignore"):
+        out = float(np.ldexp(margin / ((1.0 + e) * dn), ew - ed))  # δ_max scales as scale(W)/scale(D)
+    if not np.isfinite(out) or (out == 0.0 and margin > 0.0):
+        raise ValueError(f"δ_max = 2^{ew - ed}·{margin / ((1 + e) * dn):.3g} is outside the float64 range: W and D "
+                         "differ in scale by more than 1e±300")
+    return out
 
 
 def eps_max_low_rank(W, rank_tol=None) -> float:
@@ -132,7 +179,12 @@ def eps_max_low_rank(W, rank_tol=None) -> float:
     r is the exact rank (numpy's default tolerance max(n, d)·eps64·σ_1 unless ``rank_tol``).
     """
     s = singular_values(W)
-    tol = s[0] * max(np.shape(W)) * np.finfo(float).eps if rank_tol is None else float(rank_tol)
+    if rank_tol is None:
+        tol = s[0] * max(np.shape(W)) * np.finfo(float).eps
+    else:
+        tol = _check_real_number(rank_tol, "rank_tol")
+        if not np.isfinite(tol) or tol < 0:
+            raise ValueError(f"rank_tol: must be finite and >= 0, got {rank_tol!r}")
     r = int(np.count_nonzero(s > tol))
     if r == 0:
         raise ValueError("W: is (numerically) zero")
@@ -141,9 +193,10 @@ def eps_max_low_rank(W, rank_tol=None) -> float:
 
 # ----------------------------------------------------------------------------- Lyapunov ψ-law
 
-def _check_n(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: must be a positive integer, got {n!r}")
+def _check_n(n, name="n") -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name}: must be a positive integer, got {n!r}")
+    _check_alloc(24 * int(n), f"{name} = {n} exponents (three float64 arrays of length {name})")
     return int(n)
 
 
@@ -189,16 +242,16 @@ def psi_law_rank(n: int, L, eps) -> np.ndarray:
     """
     e = _check_eps(eps)
     gaps = lyapunov_law(n) - lyapunov_law(n)[0]  # ≤ 0
-    L = np.atleast_1d(np.asarray(L, dtype=float))
-    if np.any(L < 0) or not np.all(np.isfinite(L)):
-        raise ValueError(f"L: depths must be finite and >= 0, got {L}")
+    L = np.atleast_1d(_real_array(L, "L"))
+    if L.ndim != 1 or np.any(L < 0):
+        raise ValueError(f"L: depths must be a 1-D sequence of finite numbers >= 0, got {L}")
     return np.array([int(np.count_nonzero(l * gaps >= np.log(e))) for l in L])
 
 
 # ----------------------------------------------------------------------------- Marchenko–Pastur
 
 def _check_gamma(gamma) -> float:
-    g = float(gamma)
+    g = _check_real_number(gamma, "gamma")
     if not np.isfinite(g) or not 0 < g <= 1:
         raise ValueError(f"gamma: aspect ratio d/N must be in (0, 1], got {gamma!r}")
     return g
@@ -214,7 +267,7 @@ def mp_density(x, gamma: float) -> np.ndarray:
     """Marchenko–Pastur density √((b−x)(x−a)) / (2πγx) on [a, b] (γ = d/N ≤ 1, unit variance)."""
     g = _check_gamma(gamma)
     a, b = mp_edges(g)
-    x = np.asarray(x, dtype=float)
+    x = np.asarray(_real_array(np.atleast_1d(x), "x")).reshape(np.shape(x))
     out = np.zeros_like(x)
     inside = (x > a) & (x < b) & (x > 0)
     xi = x[inside]
@@ -226,7 +279,9 @@ def mp_cdf(x: float, gamma: float) -> float:
     """P(λ ≤ x) under the Marchenko–Pastur law (quadrature with the algebraic end-point weights)."""
     g = _check_gamma(gamma)
     a, b = mp_edges(g)
-    x = float(x)
+    x = _check_real_number(x, "x")
+    if np.isnan(x):
+        raise ValueError("x: is NaN")
     if x <= a:
         return 0.0
     if x >= b:
@@ -245,7 +300,9 @@ def spiked_top_singular(theta: float, gamma: float) -> float:
     else the bulk edge 1 + √γ.
     """
     g = _check_gamma(gamma)
-    t = float(theta)
+    t = _check_real_number(theta, "theta")
+    if not np.isfinite(t) or t < 0:
+        raise ValueError(f"theta: must be finite and >= 0, got {theta!r}")
     if t <= g**0.25:
         return 1 + np.sqrt(g)
     return float(np.sqrt((1 + t**2) * (g + t**2)) / t)
@@ -258,8 +315,10 @@ def mp_numerical_rank(N: int, d: int, eps: float, signal_rank: int = 0, theta: f
     Noise singular values σ = √(Nλ), λ ~ MP(γ = min/max); the top one is the bulk edge (no signal) or
     the BBP spike. Rank_ε = r + (min(N, d) − r)·P_MP(λ ≥ ε²·σ_top²).
     """
-    if min(N, d) < 1:
-        raise ValueError(f"N, d: must be >= 1, got {N}, {d}")
+    N, d = _check_n(N, "N"), _check_n(d, "d")
+    if isinstance(signal_rank, (bool, np.bool_)) or not isinstance(signal_rank, (int, np.integer)) \
+            or not 0 <= signal_rank <= min(N, d):
+        raise ValueError(f"signal_rank: must be an integer in [0, min(N, d) = {min(N, d)}], got {signal_rank!r}")
     e = _check_eps(eps)
     m, M = min(N, d), max(N, d)
     g = m / M

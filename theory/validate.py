@@ -8,7 +8,15 @@ import numpy as np
 
 
 def as_float_array(x, name: str, ndim: int | None = None, dtype=np.float64) -> np.ndarray:
-    """``x`` as a float array (float64 by default) after checking its rank and finiteness."""
+    """``x`` as a float array (float64 by default) after checking its rank and finiteness.
+
+    Complex input is a TypeError (a cast would silently drop the imaginary part)."""
+    try:
+        is_complex = np.iscomplexobj(x)
+    except (TypeError, ValueError):
+        is_complex = False  # ragged or unreadable: reported below
+    if is_complex:
+        raise TypeError(f"{name}: complex input is not supported (casting would drop the imaginary part)")
     try:
         a = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -34,35 +42,45 @@ def check_finite(a: np.ndarray, name: str) -> None:
 def as_covariance(cov, name: str = "cov", sym_rtol: float = 1e-8, psd_rtol: float = 1e-10) -> np.ndarray:
     """A validated float64 symmetric PSD matrix (symmetrised exactly on return).
 
-    Symmetric within ``sym_rtol * max|cov|``; PSD within ``psd_rtol * n * max|cov|`` (≥ psd_rtol·‖cov‖₂: the
-    smallest eigenvalue may be that much below zero, rounding of a Gram matrix, and no more).
+    Both tests are made on the equilibrated matrix K = S·cov·S, S = diag(cov_ii^{-1/2}) (S_ii = max_j cov_jj^{-1/2}
+    where cov_ii = 0), so they mean the same at every overall scale and for logits of very different scales:
+    symmetric within ``sym_rtol`` (|cov_ij − cov_ji| ≤ sym_rtol·√(cov_ii cov_jj)); PSD within ``psd_rtol``·n
+    (K + psd_rtol·n·I is positive definite: rounding of a Gram matrix, and no more).
     """
     c = as_float_array(cov, name, ndim=2)
     n, m = c.shape
     if n != m:
         raise ValueError(f"{name}: must be square, got shape {c.shape}")
-    scale = float(np.max(np.abs(c)))
-    asym = np.abs(c - c.T)
-    if asym.max() > sym_rtol * max(scale, np.finfo(float).tiny):
+    d = np.diag(c).copy()
+    dmax = float(d.max())
+    if dmax <= 0:
+        if np.any(c != 0) or dmax < 0:
+            raise ValueError(f"{name}: not PSD: no positive diagonal entry but nonzero entries (or cov_ii < 0)")
+        return c.copy()  # the zero matrix
+    if np.any(d < 0):  # a second moment's diagonal is a sum of squares: never negative, not even by rounding
+        i = int(np.argmin(d))
+        raise ValueError(f"{name}: not PSD: diagonal entry cov[{i},{i}] = {d[i]:.3g} < 0")
+    dpos = np.where(d > 0, d, dmax)
+    s = 1.0 / np.sqrt(dpos)
+    K = (c * s[:, None]) * s[None, :]
+    asym = np.abs(K - K.T)
+    if asym.max() > sym_rtol:
         i, j = (int(v) for v in np.unravel_index(np.argmax(asym), asym.shape))
         raise ValueError(
-            f"{name}: not symmetric: |cov[{i},{j}] - cov[{j},{i}]| = {asym[i, j]:.3g} "
-            f"> {sym_rtol:g} * max|cov| = {sym_rtol * scale:.3g}")
-    c = 0.5 * (c + c.T)
-    if np.any(np.diag(c) < -psd_rtol * scale):
-        i = int(np.argmin(np.diag(c)))
-        raise ValueError(f"{name}: not PSD: diagonal entry cov[{i},{i}] = {c[i, i]:.3g} < 0")
-    # PSD within tolerance  <=>  C + δI is positive definite, δ = psd_rtol·n·max|C| (≥ psd_rtol·‖C‖₂):
-    # one Cholesky (n³/3) instead of an eigendecomposition; the eigenvalues only to word the error.
-    delta = psd_rtol * n * scale + np.finfo(float).tiny
+            f"{name}: not symmetric: |cov[{i},{j}] - cov[{j},{i}]| = {abs(c[i, j] - c[j, i]):.3g} "
+            f"> {sym_rtol:g} * sqrt(cov_ii cov_jj)")
+    K = 0.5 * (K + K.T)
+    # PSD within tolerance  <=>  K + δI is positive definite, δ = psd_rtol·n: one Cholesky (n³/3) instead of an
+    # eigendecomposition; the eigenvalues only to word the error.
+    delta = psd_rtol * n + np.finfo(float).tiny
     try:
-        np.linalg.cholesky(c + delta * np.eye(n))
+        np.linalg.cholesky(K + delta * np.eye(n))
     except np.linalg.LinAlgError:
-        w = np.linalg.eigvalsh(c)
+        w = np.linalg.eigvalsh(K)
         raise ValueError(
-            f"{name}: not PSD: smallest eigenvalue {w[0]:.3g} < -{psd_rtol:g} * n * max|cov| "
-            f"(largest eigenvalue {w[-1]:.3g})") from None
-    return c
+            f"{name}: not PSD: the correlation matrix diag(cov)^-1/2 cov diag(cov)^-1/2 has smallest eigenvalue "
+            f"{w[0]:.3g} < -{psd_rtol:g} * n (largest {w[-1]:.3g})") from None
+    return 0.5 * c + 0.5 * c.T
 
 
 def check_index(i, n: int, name: str = "i") -> int:
@@ -78,3 +96,13 @@ def check_positive(x, name: str, allow_zero: bool = False) -> float:
     if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
         raise ValueError(f"{name}: must be {'>= 0' if allow_zero else '> 0'} and finite, got {x}")
     return x
+
+
+def check_tolerance(x, name: str) -> float:
+    """A tolerance: a real number, finite and >= 0 (TypeError for a non-number, ValueError otherwise)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: must be a real number, got {x!r}")
+    v = float(x)
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+    return v

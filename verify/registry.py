@@ -7,22 +7,39 @@ wrong version of it (``planted=True``, the negative control). It returns a :clas
 
 Status rules (see README):
 
-* ``pass``      the claim holds and the negative control does not;
-* ``refuted``   the claim as stated does not hold here (a finding: ``Result.finding`` says what holds
-                instead, ``Result.artifacts`` point at the saved counterexample);
-* ``reported``  the check is declared ``reports=True`` (a conjecture or an open law): its numbers are
-                reported, never judged; the negative control must still fail;
-* ``fail``      the check is broken: it raised, or its negative control passed;
+* ``pass``      the claim holds (for every seed) and the negative control does not;
+* ``refuted``   the claim as stated does not hold here, for any seed (a finding: ``Result.finding`` says
+                what holds instead, ``Result.artifacts`` point at the saved counterexample);
+* ``reported``  the check is declared ``reports=True`` (a conjecture or an open law: its numbers are
+                reported, never judged), or the claim holds for some seeds and not others;
+* ``fail``      the check is broken: it raised, its negative control passed, its positive control did not
+                hold, or it is refuted/reported without a positive control;
 * ``missing``   a catalog id with no registered check.
+
+Controls. The *negative control* (``compare(ctx, True)``) is the same comparison against a planted
+wrong claim that stands for a realistic bug; it must not hold. The *positive control*
+(``compare(ctx, False, positive=True)``, declared with ``positive_control=``) is the same comparison on
+data or a model where the claim holds by construction; it must hold. A check that can end ``refuted``
+or ``reported`` must declare one, so that its comparison is shown able to say "holds".
+
+Misses. ``Result.miss`` is the compared figure's distance from the claim in units of the tolerance
+(≤ 1: within tolerance, so ``holds == (miss <= 1)``). The control's miss tells a near miss (a control
+that catches subtle bugs) from a strawman (a miss by 10¹⁰ tolerances catches nothing subtle).
+
+Seeds. A check runs its claim once per seed: ``seeds`` of them (default 3 for ``sim`` checks and 1
+otherwise) in a full run, one in ``--quick``. Seed ``s`` runs with ``Context.seed = base + s``, so the
+first seed is the run's ``--seed``. The controls run on the first seed.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import json
 import math
 import pkgutil
+import re
 import time
 import tomllib
 import traceback
@@ -34,6 +51,7 @@ import numpy as np
 KINDS = ("symbolic", "numeric", "sim", "symbolic+numeric")
 STATUSES = ("pass", "refuted", "reported", "fail", "missing")
 CATALOG_PATH = Path(__file__).with_name("catalog.toml")
+_ID_RE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
 
 
 @dataclasses.dataclass
@@ -54,6 +72,10 @@ class Result:
     details: dict = dataclasses.field(default_factory=dict)
     finding: str | None = None
     artifacts: list = dataclasses.field(default_factory=list)
+    miss: float | None = None
+    """The compared figure's distance from the claim in tolerance units (≤ 1: within tolerance), e.g.
+    ``err / tol`` for ``err ≤ tol``, ``t / x`` for ``x ≥ t``, the largest of these over several conditions;
+    ``inf`` for an exact (symbolic) comparison that fails. When given, ``holds`` must equal ``miss <= 1``."""
 
 
 @dataclasses.dataclass
@@ -108,6 +130,14 @@ class Check:
     reports: bool = False
     erratum: str | None = None
     figures: tuple = ()
+    positive_control: str | None = None
+    seeds: int | None = None
+
+    def n_seeds(self, quick: bool) -> int:
+        """How many seeds a run uses: 1 in quick mode, else ``seeds`` (default 3 for sim checks, 1 otherwise)."""
+        if quick:
+            return 1
+        return self.seeds if self.seeds is not None else (3 if self.kind == "sim" else 1)
 
 
 @dataclasses.dataclass
@@ -127,6 +157,13 @@ class Outcome:
     negative_control: str = ""
     negative_control_result: str = ""
     control_measured: Any = None
+    miss: float | None = None
+    control_miss: float | None = None
+    positive_control: str | None = None
+    positive_control_result: str | None = None
+    positive_measured: Any = None
+    positive_miss: float | None = None
+    seed_verdicts: list = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     erratum: str | None = None
     finding: str | None = None
@@ -135,21 +172,64 @@ class Outcome:
     figures: tuple = ()
     error: str | None = None
 
+    @property
+    def seeds_summary(self) -> str:
+        """``"3/3"``: for how many of the seeds the claim held ("" for a single seed)."""
+        if len(self.seed_verdicts) <= 1:
+            return ""
+        return f"{sum(v['holds'] for v in self.seed_verdicts)}/{len(self.seed_verdicts)}"
+
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
         d["negative_control_description"] = d.pop("negative_control")
         d["negative_control"] = d.pop("negative_control_result")
+        d["positive_control_description"] = d.pop("positive_control")
+        d["positive_control"] = d.pop("positive_control_result")
+        d["seeds"] = self.seeds_summary
+        d["control_class"] = miss_class(self.control_miss, self.kind) if self.status != "missing" else None
         return to_jsonable(d)
 
 
 _CHECKS: dict[str, Check] = {}
 
 
-def load_catalog() -> dict[str, dict]:
-    """The catalog of claim ids (verify/catalog.toml, generated from CLAIMS.md by tools/gen_catalog.py)."""
+_CLAIMS: dict[str, dict] = {}  # catalog entries declared outside the package (plugins)
+
+
+def builtin_catalog() -> dict[str, dict]:
+    """The papers' claim ids (verify/catalog.toml, generated from CLAIMS.md by tools/gen_catalog.py)."""
     with open(CATALOG_PATH, "rb") as fh:
         data = tomllib.load(fh)
     return {c["id"]: c for c in data["claim"]}
+
+
+def load_catalog() -> dict[str, dict]:
+    """Every claim id: the built-in catalog, then the entries declared with :func:`register_claim`."""
+    return {**builtin_catalog(), **_CLAIMS}
+
+
+def register_claim(id: str, paper: str, kind: str, claim: str) -> dict:
+    """Declare a catalog entry outside the package (a researcher's plugin), before its ``@check``.
+
+    ``id`` is ``prefix.name`` (lower case, digits, ``_``), not one of the built-in ids; ``paper`` a short
+    name (e.g. ``"MY"``); ``kind`` one of :data:`KINDS`; ``claim`` the statement in one line. Declaring the
+    same entry again is harmless; a different entry under a taken id is an error. A module may instead
+    hold a dict ``CLAIMS = {id: {"paper": ..., "kind": ..., "claim": ...}}``: :func:`check` registers it.
+    """
+    if not isinstance(id, str) or not _ID_RE.fullmatch(id):
+        raise ValueError(f"claim id {id!r} must look like 'prefix.name' (lower case letters, digits, '_')")
+    for name, v in (("paper", paper), ("claim", claim)):
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"claim {id}: {name} must be a non-empty string, got {v!r}")
+    if kind not in KINDS:
+        raise ValueError(f"claim {id}: kind {kind!r} is not one of {KINDS}")
+    entry = {"id": id, "paper": paper, "kind": kind, "claim": claim}
+    if id in builtin_catalog():
+        raise ValueError(f"claim {id!r} is a built-in catalog id; choose another prefix")
+    if id in _CLAIMS and _CLAIMS[id] != entry:
+        raise ValueError(f"claim {id!r} is already declared differently: {_CLAIMS[id]}")
+    _CLAIMS[id] = entry
+    return entry
 
 
 def check(
@@ -164,19 +244,33 @@ def check(
     reports: bool = False,
     erratum: str | None = None,
     figures: tuple | list = (),
+    positive_control: str | None = None,
+    seeds: int | None = None,
 ):
     """Register ``compare(ctx, planted) -> Result`` as the check for catalog id ``id``.
 
-    The paper and the statement default to the catalog's. ``negative_control`` says in one line what
-    the planted wrong claim is.
+    The paper and the statement default to the catalog's. ``negative_control`` says in one line which
+    realistic bug the planted wrong claim stands for. ``positive_control`` (one line: the data or model
+    on which the claim holds by construction) requires ``compare(ctx, planted, positive=False)``.
+    ``seeds`` overrides how many seeds a full run uses (see the module doc).
     """
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")
+    if seeds is not None and (not isinstance(seeds, int) or seeds < 1):
+        raise ValueError(f"check {id}: seeds must be a positive int, got {seeds!r}")
 
     def deco(fn: Callable[[Context, bool], Result]):
+        if positive_control and "positive" not in inspect.signature(fn).parameters:
+            raise ValueError(f"check {id!r} declares a positive control, so its compare function must "
+                             "take a `positive` keyword argument")
+        claims = getattr(fn, "__globals__", {}).get("CLAIMS")
+        if isinstance(claims, dict):  # catalog entries declared next to the checks (a plugin module)
+            for cid, entry in claims.items():
+                register_claim(cid, **entry)
         catalog = load_catalog()
         if id not in catalog:
-            raise ValueError(f"check {id!r} is not in the catalog {CATALOG_PATH.name}")
+            raise ValueError(f"check {id!r} is not in the catalog {CATALOG_PATH.name} nor declared with "
+                             "register_claim() or a CLAIMS dict in its module")
         if id in _CHECKS and _CHECKS[id].compare.__qualname__ != fn.__qualname__:
             raise ValueError(f"check {id!r} is registered twice")
         entry = catalog[id]
@@ -193,6 +287,8 @@ def check(
             reports=reports,
             erratum=erratum,
             figures=tuple(figures),
+            positive_control=positive_control,
+            seeds=seeds,
         )
         return fn
 
@@ -221,37 +317,65 @@ def discover() -> dict[str, Check]:
 
 
 def run_check(chk: Check, ctx: Context) -> Outcome:
-    """Run the claim and its negative control, and decide the status (rules in the module doc)."""
+    """Run the claim (once per seed) and its controls, and decide the status (rules in the module doc)."""
     out = Outcome(
         id=chk.id, paper=chk.paper, equation=chk.equation, kind=chk.kind, statement=chk.statement,
         status="fail", tolerance=chk.tolerance, tolerance_reason=chk.tolerance_reason,
         negative_control=chk.negative_control, erratum=chk.erratum, figures=chk.figures,
+        positive_control=chk.positive_control,
     )
     t0 = time.perf_counter()
     try:
-        claim = chk.compare(ctx, False)
+        claims = []
+        for s in range(chk.n_seeds(ctx.quick)):
+            c = chk.compare(dataclasses.replace(ctx, seed=ctx.seed + s), False)
+            _validate_result(c, chk.id)
+            claims.append(c)
         control = chk.compare(ctx, True)
-        _validate_result(claim, chk.id)
         _validate_result(control, chk.id)
+        positive = None
+        if chk.positive_control:
+            positive = chk.compare(ctx, False, positive=True)
+            _validate_result(positive, chk.id)
     except Exception as exc:  # a check that raises is broken: status fail, with the traceback
         out.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         out.details = {"traceback": traceback.format_exc()}
         out.seconds = time.perf_counter() - t0
         return out
     out.seconds = time.perf_counter() - t0
-    out.measured, out.expected = claim.measured, claim.expected
+    claim = claims[0]
+    out.measured, out.expected, out.miss = claim.measured, claim.expected, claim.miss
     out.details, out.finding, out.artifacts = claim.details, claim.finding, claim.artifacts
-    out.control_measured = control.measured
+    out.seed_verdicts = [{"seed": ctx.seed + s, "holds": bool(c.holds), "measured": c.measured, "miss": c.miss}
+                         for s, c in enumerate(claims)]
+    out.control_measured, out.control_miss = control.measured, control.miss
     out.negative_control_result = "PASSED" if control.holds else "failed as it should"
+    if positive is not None:
+        out.positive_measured, out.positive_miss = positive.measured, positive.miss
+        out.positive_control_result = "held as it should" if positive.holds else "FAILED"
+    n_held = sum(bool(c.holds) for c in claims)
     if control.holds:
         out.status = "fail"
         out.error = "negative control passed: the comparison cannot tell the claim from a wrong one"
-    elif chk.reports:
+        return out
+    if positive is not None and not positive.holds:
+        out.status = "fail"
+        out.error = "positive control failed: the comparison does not say 'holds' where the claim holds by construction"
+        return out
+    if chk.reports:
         out.status = "reported"
-    elif claim.holds:
+    elif n_held == len(claims):
         out.status = "pass"
-    else:
+        return out
+    elif n_held == 0:
         out.status = "refuted"
+    else:
+        out.status = "reported"
+        note = f"The claim held for {n_held} of {len(claims)} seeds (no verdict: it depends on the seed)."
+        out.finding = f"{note} {out.finding}" if out.finding else note
+    if positive is None:
+        out.error = (f"{out.status} without a positive control: nothing shows that the comparison can say 'holds'")
+        out.status = "fail"
     return out
 
 
@@ -260,6 +384,36 @@ def _validate_result(r: Any, cid: str) -> None:
         raise TypeError(f"check {cid} returned {type(r).__name__}, not Result")
     if not isinstance(r.holds, (bool, np.bool_)):
         raise TypeError(f"check {cid}: Result.holds must be a bool, got {r.holds!r}")
+    if r.miss is not None:
+        if isinstance(r.miss, (bool, np.bool_)) or not isinstance(r.miss, (int, float, np.integer, np.floating)):
+            raise TypeError(f"check {cid}: Result.miss must be a number, got {r.miss!r}")
+        if math.isnan(float(r.miss)) or float(r.miss) < 0:
+            raise ValueError(f"check {cid}: Result.miss must be >= 0 and not NaN, got {r.miss!r}")
+        if bool(r.holds) != (float(r.miss) <= 1.0):
+            raise ValueError(f"check {cid}: Result.holds={bool(r.holds)} contradicts miss={float(r.miss):.4g} "
+                             "(miss <= 1 means within tolerance)")
+
+
+MISS_CLASSES = (  # (upper bound on a negative control's miss in tolerance units, class)
+    (1.0, "HELD (broken control)"),
+    (10.0, "near miss"),
+    (1e3, "clear"),
+    (math.inf, "far: catches nothing subtle?"),
+)
+
+
+def miss_class(miss: float | None, kind: str = "") -> str:
+    """How far a negative control misses, in words: near miss ≤ 10, clear ≤ 10³, far > 10³ tolerances.
+
+    An infinite miss of a symbolic comparison is "exact" (a symbolic identity either holds or not);
+    elsewhere it is "far". None (the check sets no ``Result.miss``) is "not recorded".
+    """
+    if miss is None:
+        return "not recorded"
+    m = float(miss)
+    if math.isinf(m) and kind.startswith("symbolic"):
+        return "exact (symbolic)"
+    return next(label for bound, label in MISS_CLASSES if m <= bound)
 
 
 def to_jsonable(x: Any) -> Any:

@@ -1,47 +1,147 @@
-"""Write report.json and REPORT.md (with embedded figures) for a verify run."""
+"""Write report.json and REPORT.md (with embedded figures and the controls' table) for a verify run."""
 from __future__ import annotations
 
 import datetime
 import json
+import math
 import platform
+import re
 from pathlib import Path
 
 from sims.cache import atomic_write_text
-from verify.registry import Outcome, summarize, to_jsonable
+from verify.registry import Outcome, miss_class, summarize, to_jsonable
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def cut(s: str, width: int | None) -> str:
+    """``s`` shortened to about ``width`` characters with "…", never in the middle of a number.
+
+    The cut falls at the last place before ``width`` that is outside every number (preferring a space or
+    a comma); if the first number alone is longer, the cell keeps that whole number.
+    """
+    if not width or len(s) <= width:
+        return s
+    spans = [m.span() for m in _NUMBER.finditer(s)]
+    inside = {i for a, b in spans for i in range(a + 1, b)}
+    ok = [i for i in range(1, width) if i not in inside]
+    nice = [i for i in ok if s[i - 1] in " ,;" or s[i] in " ,;)]"]
+    if nice and nice[-1] >= width // 2:
+        i = nice[-1]
+    elif ok:
+        i = ok[-1]
+    else:
+        i = spans[0][1]
+    return s[:i].rstrip(" ,;") + "…"
 
 
 def fmt(x, width: int | None = None) -> str:
-    """Short human form of a measured/expected value."""
-    if isinstance(x, float):
-        s = f"{x:.4g}"
+    """Short human form of a measured/expected value (4 significant digits), at most about ``width`` long."""
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):  # numpy arrays and scalars
+        x = x.tolist()
+    if isinstance(x, bool) or x is None:
+        s = "—" if x is None else str(x)
+    elif isinstance(x, float):
+        s = f"{float(x):.4g}"
     elif isinstance(x, (list, tuple)):
-        s = "[" + ", ".join(fmt(v) for v in x[:4]) + (", …]" if len(x) > 4 else "]")
-    elif x is None:
-        s = "—"
+        items = [fmt(v) for v in x]
+        s = "[" + ", ".join(items) + "]"
+        if width and len(s) > width:  # drop whole items, never part of one
+            for n in range(len(items) - 1, 0, -1):
+                s = "[" + ", ".join(items[:n]) + ", …]"
+                if len(s) <= width:
+                    return s
+            return s
+    elif isinstance(x, dict):
+        s = "{" + ", ".join(f"{k}: {fmt(v)}" for k, v in x.items()) + "}"
     else:
         s = str(x)
-    if width and len(s) > width:
-        s = s[: width - 1] + "…"
-    return s
+    return cut(s, width)
 
 
-def table_rows(outcomes: list[Outcome]) -> list[list[str]]:
-    return [[o.id, o.kind, fmt(o.measured, 28), fmt(o.expected, 28), fmt(o.tolerance, 14), o.status,
-             f"{o.seconds:.1f}"] for o in outcomes]
+def fmt_miss(m, unit: str = "") -> str:
+    """A miss in tolerance units ("∞" for inf); None is "not recorded"."""
+    if m is None:
+        return "not recorded" if unit else "—"
+    m = float(m)
+    return ("∞" if math.isinf(m) else f"{m:.3g}") + unit
 
 
 HEADER = ["id", "kind", "measured", "expected", "tolerance", "status", "s"]
 
 
-def text_table(outcomes: list[Outcome]) -> str:
-    rows = [HEADER] + table_rows(outcomes)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+def table_rows(outcomes: list[Outcome]) -> list[list[str]]:
+    return [[o.id, o.kind, fmt(o.measured, 28), fmt(o.expected, 28), fmt(o.tolerance, 14),
+             f"{o.status} {o.seeds_summary}".strip(), f"{o.seconds:.1f}"] for o in outcomes]
+
+
+def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
+    """Aligned plain-text table (a list of Outcomes gives the verify table)."""
+    if rows and isinstance(rows[0], Outcome):
+        rows, header = table_rows(rows), HEADER
+    rows = [header] + rows if header else rows
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if header:
+        lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
+def summary_line(outcomes: list[Outcome], meta: dict) -> str:
+    """The run's one-line summary, with the same times as REPORT.md and report.json."""
+    s = summarize(outcomes)
+    return ", ".join(f"{v} {k}" for k, v in s.items()) + f"  ({timing(meta)})"
+
+
+def timing(meta: dict) -> str:
+    """The run time as the summary line, REPORT.md and report.json's meta all state it (one measurement)."""
+    t = f"{meta['seconds']:.0f} s in all"
+    if meta.get("figure_seconds"):
+        figs = meta.get("figures_total_seconds", sum(meta["figure_seconds"].values()))
+        t += f": checks {meta['check_seconds']:.0f} s, figures {figs:.0f} s"
+    return t
+
+
+def controls(outcomes: list[Outcome]) -> dict:
+    """Negative controls sorted by miss (None last) with their class, positive controls, and class counts."""
+    ran = [o for o in outcomes if o.status != "missing" and o.negative_control_result]
+    neg = sorted(ran, key=lambda o: (o.control_miss is None, float(o.control_miss or 0)))
+    counts: dict[str, int] = {}
+    for o in neg:
+        c = miss_class(o.control_miss, o.kind)
+        counts[c] = counts.get(c, 0) + 1
+    return {"negative": neg, "positive": [o for o in ran if o.positive_control], "counts": counts}
+
+
+def _md_controls(outcomes: list[Outcome]) -> list[str]:
+    c = controls(outcomes)
+    if not c["negative"]:
+        return []
+    md = ["## Controls", "",
+          "Each check's negative control runs the same comparison against a planted wrong claim that stands for a "
+          "realistic bug; it must miss. *Miss* is how far, in units of the tolerance: a near miss (≤ 10) catches "
+          "subtle bugs, a clear miss (≤ 10³) catches ordinary ones, a far miss (> 10³) catches nothing subtle; an "
+          "exact symbolic comparison misses by ∞. Sorted by miss.", "",
+          "Classes: " + ", ".join(f"**{n}** {k}" for k, n in c["counts"].items()), "",
+          "| check | negative control (the bug it stands for) | result | miss | class |", "|---|---|---|---|---|"]
+    md += [f"| `{o.id}` | {_cell(o.negative_control)} | {o.negative_control_result} | {fmt_miss(o.control_miss)} | "
+           f"{miss_class(o.control_miss, o.kind)} |" for o in c["negative"]]
+    if c["positive"]:
+        md += ["", "Positive controls: the same comparison on data or a model where the claim holds by construction; "
+               "it must hold.", "", "| check | status | positive control | result | miss |", "|---|---|---|---|---|"]
+        md += [f"| `{o.id}` | {o.status} | {_cell(o.positive_control)} | {o.positive_control_result} | "
+               f"{fmt_miss(o.positive_miss)} |" for o in c["positive"]]
+    return md + [""]
+
+
+def _cell(s) -> str:
+    return str(s or "").replace("|", "\\|").replace("\n", " ")
+
+
 def write_json(path: Path, outcomes: list[Outcome], meta: dict) -> None:
+    meta = dict(meta, controls=controls(outcomes)["counts"])
     payload = {"meta": meta, "checks": [o.to_json() for o in outcomes], "summary": summarize(outcomes)}
     atomic_write_text(Path(path), json.dumps(to_jsonable(payload), indent=2))
 
@@ -59,60 +159,84 @@ def _md_details(d: dict, depth: int = 0) -> list[str]:
     return lines
 
 
+def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
+    md = [f"## `{o.id}` — {o.status}", "", f"*{o.paper} {o.equation}* — {o.statement}", ""]
+    if o.status == "missing":
+        return md + ["Not implemented yet.", ""]
+    md += [f"- measured: {fmt(o.measured)}; expected: {fmt(o.expected)}; miss {fmt_miss(o.miss, ' tolerances')}",
+           f"- tolerance: {fmt(o.tolerance)} — {o.tolerance_reason}",
+           f"- negative control ({o.negative_control}): {o.negative_control_result}"
+           f" (measured {fmt(o.control_measured)}; miss {fmt_miss(o.control_miss, ' tolerances')}"
+           + (f", {miss_class(o.control_miss, o.kind)})" if o.control_miss is not None else ")"),
+           f"- seconds: {o.seconds:.2f}"]
+    if o.positive_control:
+        md.append(f"- positive control ({o.positive_control}): {o.positive_control_result}"
+                  f" (measured {fmt(o.positive_measured)}; miss {fmt_miss(o.positive_miss, ' tolerances')})")
+    if o.seeds_summary:
+        md.append(f"- seeds: the claim held for {o.seeds_summary} — " + "; ".join(
+            f"seed {v['seed']}: {'holds' if v['holds'] else 'does not hold'} ({fmt(v['measured'], 40)})"
+            for v in o.seed_verdicts))
+    if o.erratum:
+        md.append(f"- **erratum**: {o.erratum}")
+    if o.error:
+        md.append(f"- **error**: `{o.error}`")
+    md.append("")
+    if o.finding:
+        md += [f"**Finding.** {o.finding}", ""]
+    if o.details:
+        md += _md_details(o.details) + [""]
+    md += [f"- artifact: [{a}]({a})" for a in o.artifacts]
+    for fid in o.figures:
+        if fid in figures:
+            shown.add(fid)
+            md += _md_figure(fid, figures[fid])
+    return md
+
+
+def _md_figure(fid: str, f: dict) -> list[str]:
+    return [f"![{fid}](figs/{fid}.png)", "", f"*Figure `{fid}` ({f['answers']}): {f['caption']}*", ""]
+
+
 def write_markdown(report_dir: Path, outcomes: list[Outcome], meta: dict, figures: dict) -> Path:
-    """REPORT.md: summary, the table, then one section per check with its figures embedded."""
+    """REPORT.md: summary, the table, the controls, then one section per check with its figures embedded."""
     report_dir = Path(report_dir)
     s = summarize(outcomes)
     md = [
         "# theorylab verification report", "",
         f"Generated {meta['date']} on {meta['machine']}; seed {meta['seed']}; "
-        f"{'quick' if meta['quick'] else 'full'} run; {meta['seconds']:.0f} s in all.", "",
+        f"{'quick' if meta['quick'] else 'full'} run; {timing(meta)}.", "",
         "Summary: " + ", ".join(f"**{v}** {k}" for k, v in s.items()), "",
-        "Statuses: `pass` the claim holds within tolerance and its negative control fails; "
-        "`refuted` the claim as stated does not hold here (a finding, argued below); `reported` a conjecture "
-        "or open law, numbers without verdict; `fail` the check is broken; `missing` not implemented.", "",
+        "Statuses: `pass` the claim holds within tolerance (for every seed) and its negative control fails; "
+        "`refuted` the claim as stated does not hold here (a finding, argued below; its positive control shows "
+        "the comparison can say 'holds'); `reported` a conjecture or open law, or a claim that holds for some "
+        "seeds only: numbers without verdict; `fail` the check is broken; `missing` not implemented. "
+        "A status `pass 3/3` says for how many seeds the claim held.", "",
         "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER),
     ]
-    md += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in table_rows(outcomes)]
+    md += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in table_rows(outcomes)]
     md.append("")
-    shown = set()
+    if meta.get("plugins"):
+        md += ["Plugins loaded: " + ", ".join(f"`{p}`" for p in meta["plugins"]), ""]
+    for fid, err in (meta.get("figure_errors") or {}).items():
+        md.append(f"- **figure `{fid}` failed**: `{err}`")
+    md += _md_controls(outcomes)
+    shown: set = set()
     for o in outcomes:
-        md += [f"## `{o.id}` — {o.status}", "", f"*{o.paper} {o.equation}* — {o.statement}", ""]
-        if o.status == "missing":
-            md += ["Not implemented yet.", ""]
-            continue
-        md += [f"- measured: {fmt(o.measured)}; expected: {fmt(o.expected)}",
-               f"- tolerance: {fmt(o.tolerance)} — {o.tolerance_reason}",
-               f"- negative control ({o.negative_control}): {o.negative_control_result}"
-               f" (measured {fmt(o.control_measured)})",
-               f"- seconds: {o.seconds:.2f}"]
-        if o.erratum:
-            md.append(f"- **erratum**: {o.erratum}")
-        if o.error:
-            md.append(f"- **error**: `{o.error}`")
-        md.append("")
-        if o.finding:
-            md += [f"**Finding.** {o.finding}", ""]
-        if o.details:
-            md += _md_details(o.details) + [""]
-        for a in o.artifacts:
-            md.append(f"- artifact: [{a}]({a})")
-        for fid in o.figures:
-            if fid in figures:
-                shown.add(fid)
-                f = figures[fid]
-                md += [f"![{fid}](figs/{fid}.png)", "", f"*Figure `{fid}` ({f['answers']}): {f['caption']}*", ""]
+        md += _md_check(o, figures, shown)
     rest = [fid for fid in figures if fid not in shown]
     if rest:
         md += ["## Other figures", ""]
         for fid in rest:
-            f = figures[fid]
-            md += [f"![{fid}](figs/{fid}.png)", "", f"*Figure `{fid}` ({f['answers']}): {f['caption']}*", ""]
+            md += _md_figure(fid, figures[fid])
     path = report_dir / "REPORT.md"
     atomic_write_text(path, "\n".join(md) + "\n")
     return path
 
 
-def run_meta(seed: int, quick: bool, seconds: float) -> dict:
-    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "seed": seed, "quick": quick,
-            "seconds": seconds, "machine": f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})"}
+def run_meta(seed: int, quick: bool, seconds: float, **extra) -> dict:
+    """The run's metadata; ``seconds`` is the whole run, ``check_seconds`` (in ``extra``) the checks alone."""
+    meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "seed": seed, "quick": quick,
+            "seconds": seconds, "check_seconds": seconds,
+            "machine": f"{platform.node()} ({platform.machine()}, Python {platform.python_version()})"}
+    meta.update(extra)
+    return meta

@@ -1,5 +1,5 @@
-"""ND checks that need the CovLasso solution: Thm 1 (Markov), Eq 5 path, Eq 7–8 KKT, Thm 2, Thm 3, Conj 1,
-Sec 2.2 massive categories and Sec 2.4 between networks.
+"""ND checks that need the CovLasso solution: Thm 1 (Markov), Eq 5 path, Eq 7–8 KKT, Thm 2, Thm 3,
+Sec 2.2 massive categories and Sec 2.4 between networks (Conj 1 is in :mod:`verify.checks.nd_conjecture`).
 
 Every θ*(λ) comes from the exact homotopy (:mod:`theory.covlasso`); the reference coordinate descent
 and closed forms (:mod:`theory.dependency`) are the independent sides of the comparisons. Each
@@ -8,16 +8,13 @@ and closed forms (:mod:`theory.dependency`) are the independent sides of the com
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from sims.cache import atomic_write_text
 from sims.threads import single_threaded
 from sims.nd_models import massive_category_logits, two_networks
 from sims.spd import gram, lowrank_logits, spd_with_condition
 from theory import dependency as dep
-from theory.covlasso import covlasso, covlasso_all, covlasso_cd, covlasso_path, kkt_violation, kkt_violation_all
+from theory.covlasso import covlasso, covlasso_cd, covlasso_path, kkt_violation
 from theory.neural_dependency import dependencies, mixed_cov, mixed_logits
 from verify.registry import Result, check
 
@@ -64,53 +61,74 @@ def _thm_problems(rng, quick: bool):
 
 
 # ---------------------------------------------------------------------------------------------- Thm 1
-@check(
-    "nd.markov_bound", equation="Thm 1 / Eq 3", kind="numeric", tolerance="P·ε²/E ≤ 1 + 1e-12",
-    erratum="Eq 3 bounds P(|θᵀf| ≥ ε) by E[(θᵀf)²]/ε; Markov's inequality applied to (θᵀf)² gives E[(θᵀf)²]/ε² "
-            "(so Thm 1 needs E ≤ ε²δ, not εδ). The /ε form is not scale-invariant and fails for ε below the "
-            "logit scale (negative control).",
-    tolerance_reason="Markov's inequality holds exactly for the empirical distribution whose second moment defines "
-                     "Cov; 1e-12 absorbs rounding of E and of the frequencies",
-    negative_control="the paper's printed form P ≤ E/ε (Eq 3), on the same samples and ε grid",
-    figures=("nd.error_path",),
-)
-@_one_blas_thread
-def markov_bound(ctx, planted):
+MARKOV_RATIOS = (100, 10, 2)  # N_fit / n: the paper's regime (ImageNet: 1.28M images, n = 1000 → 1280) first
+
+
+def _markov_cases(ctx, planted: bool, positive: bool) -> dict:
+    """max over (category, λ, ε) of P(|θᵀf| ≥ ε) / bound with θ and E from a fitting sample and P on fresh samples
+    (in-sample for the positive control), for N_fit = r·n, r ∈ MARKOV_RATIOS."""
     rng = ctx.rng("logits")
-    n, p, N = (60, 30, 4000) if ctx.quick else (200, 100, 20000)
-    F, y, _ = massive_category_logits(N, n, p, rng, noise=0.05)
-    test, _, _ = massive_category_logits(N, n, p, np.random.default_rng(rng.integers(2**63)), noise=0.05)
-    c = gram(F)
-    worst, worst_test, viol, total, rows = -np.inf, -np.inf, 0, 0, []
-    for i in rng.choice(n, size=5, replace=False):
-        i = int(i)
-        for rho in (0.01, 0.1, 0.3):
-            th = covlasso(c, i, rho=rho)
-            for data, is_test in ((F, False), (test, True)):
-                z = data @ th  # θᵀf = −(f_i − Σ_j θ_j f_j) per sample
-                E = float(np.mean(z * z))
+    n, p, N_test = (40, 20, 8000) if ctx.quick else (200, 100, 20000)
+    test, _, W = massive_category_logits(N_test, n, p, np.random.default_rng(rng.integers(2**63)), noise=0.05)
+    out = {}
+    for r in MARKOV_RATIOS:  # fitting samples of the same model (the same W)
+        F, _, _ = massive_category_logits(r * n, n, p, np.random.default_rng(rng.integers(2**63)), noise=0.05, W=W)
+        c = gram(F)
+        worst, held, total, rows, e_ratio, eps_fail = 0.0, 0, 0, [], [], []
+        for i in rng.choice(n, size=5, replace=False):
+            i = int(i)
+            for rho in (0.01, 0.1, 0.3):
+                th = covlasso(c, i, rho=rho)
+                z_fit = F @ th
+                E = float(np.mean(z_fit * z_fit))  # E[(θᵀf)²] on the fitting sample: the E Thm 1 is applied with
+                z = z_fit if positive else test @ th
+                e_ratio.append(float(np.mean(z * z)) / E)
                 eps = np.sqrt(E) * np.geomspace(0.2, 20, 25)
                 P = (np.abs(z)[:, None] >= eps[None, :]).mean(0)
                 bound = E / eps if planted else E / eps**2
-                gap = P / bound  # ≤ 1 where the bound holds
-                if is_test:
-                    worst_test = max(worst_test, float(gap.max()))
-                else:
-                    worst = max(worst, float(gap.max()))
-                viol += int((gap > 1 + 1e-12).sum())
+                gap = P / bound
+                worst = max(worst, float(gap.max()))
+                held += int((gap <= 1 + 1e-12).sum())
+                eps_fail.extend(eps[gap > 1 + 1e-12].tolist())
                 total += gap.size
-                if not is_test and rho == 0.1 and len(rows) < 3:
-                    k = int(np.argmax(P * eps / E))
-                    rows.append({"i": i, "E": E, "rel_err": float(E / c[i, i]), "eps": float(eps[k]), "P": float(P[k]),
-                                 "E/eps^2": float(E / eps[k] ** 2), "E/eps (Eq 3)": float(E / eps[k])})
-    worst_all = max(worst, worst_test)
+                if rho == 0.1 and len(rows) < 2:
+                    k = int(np.argmax(gap))
+                    rows.append({"i": i, "E_fit": E, "E_fresh/E_fit": e_ratio[-1], "ε": float(eps[k]), "P": float(P[k]),
+                                 "bound": float(bound[k])})
+        out[r] = {"max P/bound": worst, "share of (i, λ, ε) where the bound holds": held / total,
+                  "ε where it fails (logit units; min, max)": [min(eps_fail), max(eps_fail)] if eps_fail else "none",
+                  "E_fresh/E_fit (median, max)": [float(np.median(e_ratio)), float(np.max(e_ratio))],
+                  "examples at the worst ε": rows}
+    return out
+
+
+@check(
+    "nd.markov_bound", equation="Thm 1 / Eq 3", kind="numeric",
+    tolerance="P_fresh(|θᵀf| ≥ ε)·ε²/E_fit ≤ 1 + 1e-12 for every ε, at N_fit = 100·n",
+    erratum="Eq 3 bounds P(|θᵀf| ≥ ε) by E[(θᵀf)²]/ε; Markov's inequality applied to (θᵀf)² gives E[(θᵀf)²]/ε² "
+            "(so Thm 1 needs E ≤ ε²δ, not εδ). The printed /ε form is not scale-invariant (logits × s: the left side "
+            "at ε·s is unchanged, E/ε grows by s) and, measured on our logits with θ and E from a fitting sample and "
+            "P on fresh samples, it fails for ε below 1 logit unit (negative control).",
+    tolerance_reason="Thm 1 is used out of sample: θ*(λ) and E = E[(θᵀf)²] come from the data that define Cov, the "
+                     "probability is that of a fresh input. N_fit = 100·n is the paper's regime (ImageNet: N/n ≈ 1280) "
+                     "fixed before looking; 1e-12 absorbs rounding. N_fit/n = 10 and 2 are reported, not judged",
+    negative_control="the paper's printed form P ≤ E/ε (Eq 3), same fitting and fresh samples, same ε grid",
+    positive_control="the same comparison in sample (P on the fitting sample that defines E): Markov's inequality for "
+                     "the empirical distribution, which holds by construction",
+    figures=("nd.error_path",),
+)
+@_one_blas_thread
+def markov_bound(ctx, planted, positive=False):
+    cases = _markov_cases(ctx, planted, positive)
+    main = cases[MARKOV_RATIOS[0]]
+    worst = main["max P/bound"]
+    bound = "E/ε (Eq 3 as printed)" if planted else "E/ε² (Markov)"
     return Result(
-        measured=worst_all, expected="<= 1 (max over ε of P(|θᵀf| ≥ ε) / bound)", holds=bool(worst_all <= 1 + 1e-12),
-        details={"bound": "E/ε (Eq 3 as printed)" if planted else "E/ε² (Markov)",
-                 "violations / (ε, category, λ, sample set) cases": f"{viol}/{total}",
-                 "max P/bound, fitting samples": worst, "max P/bound, fresh samples (E measured on them)": worst_test,
-                 "examples at the ε where P/(E/ε) is largest": rows,
-                 "model": f"massive-category logits n={n}, p={p}, N={N}, noise 0.05; λ = ρ·λ_max, ρ ∈ {{0.01, 0.1, 0.3}}"},
+        measured=worst, expected="<= 1 (max over ε of P(|θᵀf| ≥ ε) / bound)", holds=bool(worst <= 1 + 1e-12),
+        miss=float(worst / (1 + 1e-12)),
+        details={"bound": bound, "P measured on": "the fitting sample" if positive else "fresh samples",
+                 **{f"N_fit = {r}·n{' (judged)' if r == MARKOV_RATIOS[0] else ' (reported)'}": v for r, v in cases.items()},
+                 "model": "massive-category logits, noise 0.05; λ = ρ·λ_max, ρ ∈ {0.01, 0.1, 0.3}; ε ∈ √E_fit·[0.2, 20]"},
     )
 
 
@@ -120,8 +138,8 @@ def markov_bound(ctx, planted):
     tolerance="drops ≤ 1e-10·Cov_ii; err(0) = floor within 1e-8·Cov_ii; err(λ_max) = Cov_ii within 1e-12",
     tolerance_reason="the path is exact (fresh Cholesky solves): err is computed to rounding × κ(active block); "
                      "the floor comes from an independent Cholesky of the whole Cov",
-    negative_control="Eq 5's upper end with the main text's garbled λ_max = ‖Cov₋ᵢ,ᵢ‖_∞ (A47's factor 2 dropped): "
-                     "err_i(θ*(λ_max/2)) = Cov_ii must then fail",
+    negative_control="Eq 5's upper end at scikit-learn's α_max = ‖Cov₋ᵢ,ᵢ‖_∞ taken as λ_max (Lasso's (1/2N) "
+                     "objective has λ = 2α): err_i(θ*(λ_max/2)) = Cov_ii must then fail",
     figures=("nd.error_path",),
 )
 @_one_blas_thread
@@ -157,10 +175,10 @@ def error_path_monotone(ctx, planted):
             e0 = dep.prediction_error(c, path.coefs[k])
             for f in (1 - 1e-7, 1 + 1e-7):
                 worst_cont = max(worst_cont, abs(dep.prediction_error(c, covlasso(c, i, bp[k] * f)) - e0) / cii)
-    holds = worst_drop <= 1e-10 and worst_floor <= 1e-8 and worst_top <= 1e-12 and worst_cont <= 1e-5
+    miss = max(worst_drop / 1e-10, worst_floor / 1e-8, worst_top / 1e-12, worst_cont / 1e-5)
     return Result(
         measured=max(worst_drop, worst_top), expected="0 (largest decrease of err along increasing λ; |err(top) − Cov_ii|)",
-        holds=bool(holds),
+        holds=bool(miss <= 1), miss=float(miss),
         details={"largest drop of err as λ grows (units Cov_ii)": worst_drop,
                  "|err(θ*(0)) − 1/(Cov⁻¹)_ii| / Cov_ii": worst_floor,
                  f"|err(θ*({'λ_max/2' if planted else 'λ_max'})) − Cov_ii| / Cov_ii": worst_top,
@@ -175,7 +193,8 @@ def error_path_monotone(ctx, planted):
     "nd.kkt_sparsity", equation="Eq 7–8, A35–A37", kind="numeric", tolerance=f"KKT residual ≤ {KKT_TOL:g}·λ_max(i)",
     tolerance_reason="the homotopy's last step is a fresh Cholesky solve, so the residual is rounding-level even on "
                      "ill-conditioned low-rank-plus-noise Cov; 1e-9 leaves room for κ(active block) up to ~1e6",
-    negative_control="θ solved on a perturbed covariance (Cov + 1e-3·‖Cov‖·PSD noise), checked against the original KKT",
+    negative_control="θ solved on the covariance of float32 logits (torch's default dtype: Cov rounded to float32), "
+                     "checked against the float64 KKT conditions",
 )
 @_one_blas_thread
 def kkt_sparsity(ctx, planted):
@@ -183,6 +202,7 @@ def kkt_sparsity(ctx, planted):
     count = 8 if ctx.quick else 30
     worst = worst_active = 0.0
     eq8_viol = eq8_cases = cd_mismatch = cd_cases = 0
+    eq8_depth = 0.0
     for t in range(count + 3):
         n = int(rng.integers(5, 40 if ctx.quick else 120)) if t < count else int(rng.integers(4, 12))
         if t >= count:  # small, well-conditioned: also solved by the reference coordinate descent
@@ -190,11 +210,12 @@ def kkt_sparsity(ctx, planted):
         elif t % 2:
             c = spd_with_condition(n, 10 ** rng.uniform(0, 6), rng, scale=10 ** rng.uniform(-2, 2))
         else:
-            c = gram(lowrank_logits(2 * n + 5, n, max(1, n // 5), 10 ** rng.uniform(-4, -1), rng))
-        solve_on = c
-        if planted:
-            E = rng.standard_normal((n, n))
-            solve_on = c + 1e-3 * np.abs(c).max() * (E @ E.T) / n
+            F = lowrank_logits(2 * n + 5, n, max(1, n // 5), 10 ** rng.uniform(-4, -1), rng)
+            c = gram(F)
+        if t >= count or t % 2:  # logits with this second moment: F = √n·Cov^{1/2} (n samples)
+            w, Q = np.linalg.eigh(c)
+            F = np.sqrt(n) * (Q * np.sqrt(np.maximum(w, 0))) @ Q.T
+        solve_on = gram(F.astype(np.float32).astype(np.float64)) if planted else c
         for i in rng.choice(n, size=3, replace=False):
             i = int(i)
             rest, C, b = _split(c, i)
@@ -210,15 +231,19 @@ def kkt_sparsity(ctx, planted):
                 strict = np.abs(g) < lam / 2 * (1 - 1e-9)
                 eq8_cases += int(strict.sum())
                 eq8_viol += int((strict & on).sum())
-                if n <= 15 and not planted and np.linalg.cond(C) < 1e4:
+                if on.any():  # Eq 8 graded: how far below the bar λ/2 a nonzero coefficient's correlation sits
+                    eq8_depth = max(eq8_depth, float((lam / 2 - np.abs(g[on])).max() / lm))
+                if n <= 15 and np.linalg.cond(C) < 1e4:
                     cd = covlasso_cd(c, i, lam)
                     cd_cases += 1
                     cd_mismatch += int(not np.array_equal(cd != 0, th != 0))
-    holds = worst <= KKT_TOL and eq8_viol == 0 and cd_mismatch == 0
+    miss = max(worst / KKT_TOL, eq8_depth / KKT_TOL, cd_mismatch / 0.5)  # a count must be 0: tolerance 0.5
     return Result(
-        measured=worst, expected=f"<= {KKT_TOL:g} (KKT residual / λ_max(i)); Eq 8 never violated; CD support equal", holds=bool(holds),
+        measured=worst, expected=f"<= {KKT_TOL:g} (KKT residual / λ_max(i)); Eq 8 never violated; CD support equal",
+        holds=bool(miss <= 1), miss=float(miss),
         details={"worst KKT residual on the support (units λ_max)": worst_active,
-                 "Eq 8: categories with |Ĉov_jθ̂ − b̂_j| < λ/2 that have θ_j ≠ 0": f"{eq8_viol}/{eq8_cases}",
+                 "Eq 8: categories with |Ĉov_jθ̂ − b̂_j| < λ/2·(1 − 1e-9) that have θ_j ≠ 0": f"{eq8_viol}/{eq8_cases}",
+                 "Eq 8 depth: max (λ/2 − |Ĉov_jθ̂ − b̂_j|)/λ_max over θ_j ≠ 0": eq8_depth,
                  "support differs from coordinate descent (n ≤ 15, κ < 1e4)": f"{cd_mismatch}/{cd_cases}",
                  "problems": f"{count} covariances (spd κ ≤ 1e6, low-rank+noise logits) + 3 small ones × 3 categories × 3 λ"},
     )
@@ -262,6 +287,7 @@ def slope_bound(ctx, planted):
             per_family[name] = max(per_family.get(name, 0.0), r)
     return Result(
         measured=worst, expected="<= 1 (max over λ', λ'', j of LHS/RHS of Eq 9)", holds=bool(worst <= 1 + 1e-9),
+        miss=float(worst / (1 + 1e-9)),
         details={"max ratio per family": per_family, "(λ', λ'', j) triples": pairs,
                  "largest median ratio (how tight Eq 9 is)": tight,
                  "‖A_j‖ = √Ĉov_jj and ‖A⁻ᵀb̂‖ = √(b̂ᵀĈov⁻¹b̂): worst relative disagreement": ident},
@@ -302,168 +328,11 @@ def screening_rule(ctx, planted):
                 f[1] += int((rule & nz).sum())
     return Result(
         measured=viol, expected="0 screened-out categories with θ_j ≠ 0", holds=bool(viol == 0 and fired > 0),
+        miss=float(viol / 0.5 if fired > 0 else np.inf),  # a count must be 0 (tolerance 0.5); a rule that never fires says nothing
         details={"categories screened out by the rule": f"{fired} of {zeros} true zeros ({cases} (j, λ) cases)",
                  "screened but nonzero": viol,
                  "per family [screened, screened but nonzero]": per_family,
                  "λ grid": "ρ·λ_max, 25 values of ρ in [0.02, 0.98]"},
-    )
-
-
-# ---------------------------------------------------------------------------------------------- Conj 1
-def _conj1_depth(c: np.ndarray, i: int, rho: float) -> tuple[float, int, np.ndarray]:
-    """How far below Conj 1's bar a nonzero coefficient sits: max_j (λ/2 − |b̂_j|)/(λ_max/2) over θ_j ≠ 0 (≤ 0: none)."""
-    rest, _, b = _split(c, i)
-    B = np.abs(b).max()
-    th = covlasso(c, i, rho * 2 * B)
-    nz = th[rest] != 0
-    depth = np.where(nz, (rho * B - np.abs(b)) / B, -np.inf)
-    k = int(np.argmax(depth))
-    return float(depth[k]), int(rest[k]), th
-
-
-def _suppressor(a: float = 0.6, r: float = 0.7) -> np.ndarray:
-    """A 3-category counterexample: f_2 is uncorrelated with the target f_0 (b̂ = (a, 0)) but correlated with f_1."""
-    return np.array([[1.0, a, 0.0], [a, 1.0, r], [0.0, r, 1.0]])
-
-
-def _family_matrices(rng, quick: bool):
-    n = 20 if quick else 50
-    reps = 2 if quick else 6
-    fam = {"low-rank+noise logits": [], "massive-category model": [], "equicorrelated": [], "AR(1) Toeplitz": [],
-           "block": [], "Wishart": [], "random spectrum κ≤1e4": []}
-    for _ in range(reps):
-        fam["low-rank+noise logits"].append(gram(lowrank_logits(5 * n, n, n // 4, 0.1, rng)))
-        fam["massive-category model"].append(gram(massive_category_logits(20 * n, n, n // 2, rng, noise=0.05)[0]))
-        r = rng.uniform(0.1, 0.9)
-        fam["equicorrelated"].append((1 - r) * np.eye(n) + r * np.ones((n, n)))
-        phi = rng.uniform(0.3, 0.95)
-        idx = np.arange(n)
-        fam["AR(1) Toeplitz"].append(phi ** np.abs(idx[:, None] - idx[None, :]))
-        blocks = rng.integers(0, 4, size=n)
-        fam["block"].append(np.where(blocks[:, None] == blocks[None, :], rng.uniform(0.3, 0.8), 0.0) * 1.0
-                            + np.diag(np.ones(n)) * 0.5)
-        X = rng.standard_normal((2 * n, n))
-        fam["Wishart"].append(X.T @ X / (2 * n))
-        fam["random spectrum κ≤1e4"].append(spd_with_condition(n, 10 ** rng.uniform(1, 4), rng))
-    for k in fam:
-        fam[k] = [0.5 * (m + m.T) for m in fam[k]]
-    return fam
-
-
-@check(
-    "nd.conjecture1", equation="Conj 1 / Eq 14", kind="sim", tolerance="reported (violation rates, no verdict)",
-    reports=True, figures=("nd.fig3_cov_vs_theta",),
-    tolerance_reason="a conjecture: we measure how often |E[f_i f_j]| < λ/2 coexists with θ_j ≠ 0 and search for "
-                     "the worst counterexample",
-    negative_control="the converse claim 'θ_j ≠ 0 whenever |E[f_i f_j]| ≥ λ/2' on the same problems, which must fail",
-)
-@_one_blas_thread
-def conjecture1(ctx, planted):
-    rng = ctx.rng("families")
-    rhos = (0.1, 0.3, 0.5, 0.7, 0.9)
-    rates = {}
-    tot_prob = tot_prob_viol = tot_screen = tot_screen_viol = 0
-    for name, mats in _family_matrices(rng, ctx.quick).items():
-        prob = prob_viol = screen = screen_viol = 0
-        for c in mats:
-            n = c.shape[0]
-            for i in range(0, n, 2):
-                rest, _, b = _split(c, i)
-                lm = 2 * np.abs(b).max()
-                for rho in rhos:
-                    th = covlasso(c, i, rho * lm)[rest]
-                    below = np.abs(b) < rho * lm / 2
-                    sel = ~below if planted else below  # planted: the converse, |b̂_j| ≥ λ/2 ⇒ θ_j ≠ 0
-                    bad = sel & ((th == 0) if planted else (th != 0))
-                    prob += 1
-                    prob_viol += int(bad.any())
-                    screen += int(sel.sum())
-                    screen_viol += int(bad.sum())
-        rates[name] = {"problems (i, λ) with a violation": f"{prob_viol}/{prob}",
-                       "screened j that are nonzero" if not planted else "j above the bar that are zero":
-                           f"{screen_viol}/{screen} = {screen_viol / max(screen, 1):.2%}"}
-        tot_prob += prob
-        tot_prob_viol += prob_viol
-        tot_screen += screen
-        tot_screen_viol += screen_viol
-    details = {"per family": rates, "λ": "ρ·λ_max(i), ρ ∈ {0.1, 0.3, 0.5, 0.7, 0.9}"}
-    fam_screen, fam_viol = tot_screen, tot_screen_viol
-    if not ctx.quick:
-        # at a classifier-like scale: every category of a 500-class massive-category model at once
-        F, _, _ = massive_category_logits(5000, 500, 300, ctx.rng("large"), noise=0.05)
-        c = gram(F)
-        off = np.abs(c)
-        np.fill_diagonal(off, 0.0)
-        big = {}
-        for rho in (0.2, 0.5):
-            Theta = covlasso_all(c, rho=rho)
-            below = off < (rho * off.max(axis=0))[:, None]  # |Cov_ij| < λ_i/2, row i
-            np.fill_diagonal(below, False)
-            nz = Theta != 0
-            np.fill_diagonal(nz, False)
-            sel = ~below if planted else below
-            bad = sel & (~nz if planted else nz)
-            np.fill_diagonal(bad, False)
-            tot_screen += int(sel.sum())
-            tot_screen_viol += int(bad.sum())
-            zeros = int((~nz).sum() - c.shape[0])
-            big[f"ρ = {rho:g}"] = {"categories with a violation": f"{int(bad.any(axis=1).sum())}/{c.shape[0]}",
-                                   "screened j that are nonzero": f"{int(bad.sum())}/{int(sel.sum())}",
-                                   "share of true zeros the bar screens out": f"{int((below & ~nz).sum()) / max(zeros, 1):.1%}",
-                                   "median support": int(np.median(nz.sum(axis=1))),
-                                   "max KKT violation": float(kkt_violation_all(c, Theta, rho=rho).max())}
-        details["massive-category model, n = 500, p = 300, all categories"] = big
-    artifacts = []
-    finding = None
-    if not planted:
-        # counterexample search: random 3–6 category covariances, then a (1+1) evolution strategy on depth
-        srng = ctx.rng("search")
-        best = (-np.inf, None, None, None, None)
-        budget = 300 if ctx.quick else 3000
-        for t in range(budget):
-            if t < budget // 2 or best[1] is None:
-                n = int(srng.integers(3, 7))
-                Lf = srng.standard_normal((n, n))
-                rho = float(srng.uniform(0.05, 0.95))
-            else:
-                Lf = best[1] + 0.1 * srng.standard_normal(best[1].shape)
-                rho = float(np.clip(best[2] + 0.05 * srng.standard_normal(), 0.01, 0.99))
-            c = Lf @ Lf.T + 1e-6 * np.eye(Lf.shape[0])
-            dpt, j, th = _conj1_depth(c, 0, rho)
-            if dpt > best[0]:
-                best = (dpt, Lf, rho, j, th)
-        dpt, Lf, rho, j, th = best
-        c = Lf @ Lf.T + 1e-6 * np.eye(Lf.shape[0])
-        rest, _, b = _split(c, 0)
-        sup_depth, sup_j, sup_th = _conj1_depth(_suppressor(), 0, 0.3)
-        record = {"cov": c.tolist(), "i": 0, "lambda": rho * 2 * float(np.abs(b).max()), "rho": rho, "j": j,
-                  "|Cov_ij|": float(abs(c[j, 0])), "lambda/2": rho * float(np.abs(b).max()), "theta": th.tolist(),
-                  "depth (λ/2 − |Cov_ij|)/(λ_max/2)": dpt,
-                  "kkt violation": kkt_violation(c, 0, rho * 2 * float(np.abs(b).max()), th)}
-        path = ctx.artifact_dir / "worst_counterexample.json"
-        atomic_write_text(path, json.dumps(record, indent=1))
-        artifacts.append(f"artifacts/{ctx.check_id}/worst_counterexample.json")
-        details["worst counterexample found"] = {k: v for k, v in record.items() if k not in ("cov", "theta")}
-        details["analytic suppressor example"] = {
-            "cov": _suppressor().tolist(), "i": 0, "rho": 0.3, "θ": sup_th.tolist(),
-            "note": f"f_2 has E[f_0 f_2] = 0 < λ/2 yet θ_2 = {sup_th[2]:.4f} ≠ 0 (depth {sup_depth:.2f})"}
-        finding = (f"Conj 1 is false in general but seldom wrong: over {tot_prob} (i, λ) problems in 7 families, "
-                   f"{tot_prob_viol} ({tot_prob_viol / tot_prob:.1%}) have a category below the λ/2 bar with θ_j ≠ 0, "
-                   f"i.e. {fam_viol}/{fam_screen} = {fam_viol / max(fam_screen, 1):.2%} of screened "
-                   f"categories. A 3-category suppressor (E[f_0 f_2] = 0, f_2 correlated with f_1) violates it for "
-                   f"every small λ; the search found a nonzero θ_j whose |Cov_ij| sits {dpt:.2f}·λ_max/2 below the bar. "
-                   "Thm 3 (nd.screening_rule) is the safe version.")
-        if "massive-category model, n = 500, p = 300, all categories" in details:
-            big = details["massive-category model, n = 500, p = 300, all categories"]
-            finding += (" At classifier scale (500-class massive-category model, all categories): "
-                        + "; ".join(f"{k}: {v['categories with a violation']} categories have a violation, "
-                                    f"{v['screened j that are nonzero']} screened j are nonzero, the bar screens out "
-                                    f"{v['share of true zeros the bar screens out']} of the true zeros"
-                                    for k, v in big.items()) + ".")
-    rate = tot_screen_viol / max(tot_screen, 1)
-    return Result(
-        measured=rate, expected="0 if the conjecture held (fraction of screened categories with θ_j ≠ 0)",
-        holds=bool(tot_screen_viol == 0), details=details, finding=finding, artifacts=artifacts,
     )
 
 
@@ -472,31 +341,43 @@ def conjecture1(ctx, planted):
     "nd.massive_categories", equation="Sec 2.2, A30–A33", kind="sim",
     tolerance="n > p: R ≤ 1e-12; n ≤ p: mean R = (p−n+1)/p within 4 standard errors",
     tolerance_reason="for n > p the floor is 0 exactly (Cov has rank p) and numerically a rounding residual; for "
-                     "n ≤ p with Gaussian W, R_i = ‖P⊥w_i‖²/‖w_i‖² ~ Beta((p−n+1)/2, (n−1)/2), mean (p−n+1)/p",
-    negative_control="the claim that floors vanish already for n > p/2 (tested at n/p ∈ (1/2, 1])",
+                     "n ≤ p with Gaussian W, R_i = ‖P⊥w_i‖²/‖w_i‖² ~ Beta((p−n+1)/2, (n−1)/2), mean (p−n+1)/p. Logit "
+                     "scales are spread over 6 decades (rows of W × 10^U(−3, 3)): R must not notice",
+    negative_control="the residual dimension of w_i against the n − 1 others counted as p − n instead of p − n + 1 "
+                     "(an off-by-one in the law: mean R = (p − n)/p)",
+    positive_control="the same comparison on relative floors drawn from the law itself (Beta((p−n+1)/2, (n−1)/2) "
+                     "for n ≤ p, exact zeros for n > p), where it holds by construction",
     figures=("nd.massive_floors",),
 )
 @_one_blas_thread
-def massive_categories(ctx, planted):
+def massive_categories(ctx, planted, positive=False):
     rng = ctx.rng("W")
     p = 40 if ctx.quick else 120
-    reps = 6 if ctx.quick else 12
+    # W draws per n/p ≤ 1: enough for a shift of the law by 1/p (an off-by-one in the residual dimension) to be
+    # ≥ 10 se (measured ≈ 0.66·√reps se); n > p: R = 0 exactly whatever the draw, 3 draws
+    reps_law = 300 if ctx.quick else 400
     ratios = (0.25, 0.5, 0.75, 1.1, 2.0, 4.0) if ctx.quick else (0.25, 0.5, 0.75, 0.9, 1.1, 1.5, 2.0, 4.0)
     rows = {}
-    worst_vanish = 0.0
-    law_z = 0.0
-    solver_rel = 0.0
+    worst_vanish = law_z = solver_rel = invariance = 0.0
     for r in ratios:
         n = max(2, int(round(r * p)))
         means, res, maxR = [], [], 0.0
+        reps = reps_law if n <= p else 3
         for rep in range(reps):
             W = rng.standard_normal((n, p))
-            R_pop = dep.relative_floor(W @ W.T)  # population Cov of f = W h, h ~ N(0, I_p)
+            S = 10 ** rng.uniform(-3, 3, n)  # heterogeneous logit scales
+            Wh = S[:, None] * W
+            if positive:
+                R_pop = rng.beta((p - n + 1) / 2, (n - 1) / 2, size=n) if n <= p else np.zeros(n)
+            else:
+                R_pop = dep.relative_floor(Wh @ Wh.T)  # population Cov of f = S W h, h ~ N(0, I_p)
+                if rep == 0:
+                    invariance = max(invariance, float(np.max(np.abs(R_pop - dep.relative_floor(W @ W.T)))))
             means.append(float(R_pop.mean()))
             maxR = max(maxR, float(R_pop.max()))
-            if rep == 0:
+            if rep == 0 and not positive:
                 # independent route on sampled logits: least-squares residual of f_i on the others (Eq 2, λ = 0)
-                F = rng.standard_normal((2 * max(n, p), p)) @ W.T
+                F = rng.standard_normal((2 * max(n, p), p)) @ Wh.T
                 for i in rng.choice(n, size=min(n, 3), replace=False):
                     rest = np.delete(np.arange(n), i)
                     beta, *_ = np.linalg.lstsq(F[:, rest], F[:, i], rcond=None)
@@ -504,27 +385,32 @@ def massive_categories(ctx, planted):
                     res.append(float(e @ e / (F[:, i] @ F[:, i])))
                 if n > p:
                     c = gram(F)
-                    th = covlasso(c, 0, rho=1e-6)
+                    th = covlasso(c, 0, rho=1e-12)
                     solver_rel = max(solver_rel, dep.prediction_error(c, th) / c[0, 0])
-        if n > (p / 2 if planted else p):
-            worst_vanish = max(worst_vanish, max(res), maxR)
+        if n > p:
+            worst_vanish = max(worst_vanish, max(res, default=0.0), maxR)
         key = f"n/p={r:g} (n={n})"
         if n <= p:
-            law = (p - n + 1) / p
+            law = (p - n) / p if planted else (p - n + 1) / p
             se = float(np.std(means, ddof=1) / np.sqrt(reps))
-            law_z = max(law_z, abs(np.mean(means) - law) / max(se, 1e-300))
-            rows[key] = {"mean R": float(np.mean(means)), "± se": se, "law (p−n+1)/p": law,
-                         "median lstsq residual": float(np.median(res))}
+            z = abs(np.mean(means) - law) / max(se, 1e-300)
+            law_z = max(law_z, z)
+            rows[key] = {"mean R": float(np.mean(means)), "± se": se, "law": law, "|mean − law|/se": float(z),
+                         "median lstsq residual": float(np.median(res)) if res else None}
         else:
-            rows[key] = {"max R": maxR, "max lstsq residual": max(res)}
-    holds = worst_vanish <= 1e-12 and law_z <= 4
+            rows[key] = {"max R": maxR, "max lstsq residual": max(res, default=None)}
+    miss = max(worst_vanish / 1e-12, law_z / 4.0, invariance / 1e-12)
     return Result(
-        measured=worst_vanish, expected=f"<= 1e-12 (largest relative floor where n > {'p/2' if planted else 'p'})",
-        holds=bool(holds),
+        measured=law_z, expected="<= 4 (largest |mean R − law|/se, n ≤ p); R ≤ 1e-12 for n > p", holds=bool(miss <= 1),
+        miss=float(miss),
         details={"per n/p": rows, "largest |mean R − law| / se (n ≤ p)": law_z,
-                 "CovLasso at ρ = 1e-6, n > p: err/Cov_ii": solver_rel, "p": p, "W draws per n/p": reps,
-                 "model": "f = W h, h ~ N(0, I_p), W Gaussian n×p; R from the population Cov W Wᵀ, the least-squares "
-                          "residual from N = 2·max(n, p) sampled logits"},
+                 "largest relative floor where n > p": worst_vanish,
+                 "max |R(S W Wᵀ S) − R(W Wᵀ)|, S over 6 decades": invariance,
+                 "CovLasso at ρ = 1e-12, n > p: err/Cov_ii": solver_rel, "p": p,
+                 "W draws per n/p": f"{reps_law} (n ≤ p), 3 (n > p)",
+                 "law": "(p − n)/p (planted off-by-one)" if planted else "(p − n + 1)/p",
+                 "model": "f = S W h, h ~ N(0, I_p), W Gaussian n×p, S = diag(10^U(−3,3)); R from the population Cov, "
+                          "the least-squares residual from N = 2·max(n, p) sampled logits"},
     )
 
 
@@ -533,8 +419,9 @@ def massive_categories(ctx, planted):
     "nd.between_networks", equation="Sec 2.4 (Eq 2, 5, 7 for f̃)", kind="numeric",
     tolerance=f"identities within 1e-9 relative; KKT ≤ {KKT_TOL:g}·λ_max",
     tolerance_reason="all identities are exact for the second moment of f̃; the tolerances are rounding of n×n solves",
-    negative_control="solve with the within-network Cov of f (target f_i instead of g_i) and check it against f̃'s "
-                     "KKT conditions, λ_max and floor",
+    negative_control="the cross moments E[f g_i] and E[g_i²] normalised by N − 1 (np.cov's default) while E[f fᵀ] "
+                     "uses N: mixed_cov then builds a slightly inconsistent Coṽ, solved and checked against f̃'s KKT "
+                     "conditions, λ_max and floor",
 )
 @_one_blas_thread
 def between_networks(ctx, planted):
@@ -542,16 +429,17 @@ def between_networks(ctx, planted):
     n, p, N = (40, 25, 4000) if ctx.quick else (120, 80, 20000)
     F, G, y = two_networks(N, n, p, rng)
     cov_f = gram(F)
-    cross = F.T @ G / N
+    norm = N - 1 if planted else N
+    cross = F.T @ G / norm
     worst_build = worst_kkt = worst_floor = worst_lmax = 0.0
     rel_floors, metrics = [], []
     for i in rng.choice(n, size=4 if ctx.quick else 10, replace=False):
         i = int(i)
         Ft = mixed_logits(F, G, i)
         ct = gram(Ft)
-        cm = mixed_cov(cov_f, cross, float(G[:, i] @ G[:, i] / N), i)
+        cm = mixed_cov(cov_f, cross, float(G[:, i] @ G[:, i] / norm), i)
         worst_build = max(worst_build, float(np.abs(cm - ct).max() / np.abs(ct).max()))
-        solve_on = cov_f if planted else ct
+        solve_on = cm  # what a user builds from the second moments alone
         rest, _, b = _split(ct, i)
         lm = 2 * np.abs(b).max()
         lm_solve = 2 * np.abs(np.delete(solve_on[:, i], i)).max()
@@ -567,9 +455,10 @@ def between_networks(ctx, planted):
             d = dependencies(F, i, rho=0.05, labels=y, g=G)
             metrics.append({"i": i, "support size": int(d.support.size), "rel err": d.rel_err,
                             **{k: round(v, 4) if isinstance(v, float) else v for k, v in d.metrics.items()}})
-    holds = worst_build <= 1e-9 and worst_kkt <= KKT_TOL and worst_floor <= 1e-8 and worst_lmax <= 1e-12
+    miss = max(worst_build / 1e-9, worst_kkt / KKT_TOL, worst_floor / 1e-8, worst_lmax / 1e-12)
     return Result(
-        measured=worst_kkt, expected=f"<= {KKT_TOL:g} (KKT residual of f̃'s CovLasso / λ_max)", holds=bool(holds),
+        measured=worst_kkt, expected=f"<= {KKT_TOL:g} (KKT residual of f̃'s CovLasso / λ_max)", holds=bool(miss <= 1),
+        miss=float(miss),
         details={"mixed_cov from cross moments vs Gram of f̃ (relative)": worst_build,
                  "|λ_max used − 2 max_j |E[f_j g_i]|| / λ_max": worst_lmax,
                  "|err(θ*(0)) − 1/(Coṽ⁻¹)_ii| / E[g_i²]": worst_floor,

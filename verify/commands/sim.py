@@ -73,15 +73,34 @@ def run_sim(config_path, out_dir, device="cpu", figures: bool = True) -> dict:
     return {"result": result, "written": written, "out": out}
 
 
+def summary_table(summary: dict) -> str:
+    """The final numbers as a table: one row per quantity, one column per training (coarse, fine)."""
+    from verify.report import fmt, text_table
+
+    labs = [lab for lab in ("coarse", "fine") if any(k.startswith(f"{lab}_") for k in summary)]
+    rows, rest = {}, []
+    for k, v in summary.items():
+        lab = next((lab for lab in labs if k.startswith(f"{lab}_")), None)
+        if lab is None:
+            rest.append([k, fmt(v)])
+        else:
+            rows.setdefault(k[len(lab) + 1:], {})[lab] = fmt(v)
+    table = text_table([[q] + [vals.get(lab, "") for lab in labs] for q, vals in rows.items()], ["final"] + labs)
+    return table + ("\n\n" + text_table(rest) if rest else "")
+
+
 def cmd_sim(args) -> int:
+    from verify.api import check_device, prepare_dir
+
+    check_device(args.device)                     # before any work: a missing GPU is one line, exit 2
+    prepare_dir(args.out, "--out")
     try:
         done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    s = done["result"]["summary"]
-    print(", ".join(f"{k} = {v:.4g}" for k, v in s.items()))
-    print(f"wrote {', '.join(done['written'])} to {done['out']}")
+    print(summary_table(done["result"]["summary"]))
+    print(f"\nwrote {', '.join(done['written'])} to {done['out']}")
     return 0
 
 

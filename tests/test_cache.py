@@ -1,0 +1,188 @@
+"""sims.cache: results keyed by parameters AND code, damaged files recomputed, readable permissions, location."""
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sims import cache, codehash
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "results"
+
+
+@pytest.fixture
+def pkg(tmp_path, monkeypatch):
+    """A small package in tmp_path: exp.py caches model.value(); other.py is not imported by exp."""
+    name = f"cachepkg_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / "src" / name
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "model.py").write_text("def value():\n    return 1.0\n")
+    (root / "other.py").write_text("def unrelated():\n    return 0\n")
+    (root / "exp.py").write_text(textwrap.dedent(f"""
+        from sims.cache import cached
+        from . import model
+
+        CALLS = []
+
+        def run(p=1):
+            def compute():
+                CALLS.append(p)
+                return {{"v": model.value() * p}}
+            return cached("pkg_exp", {{"p": p}}, compute)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    importlib.invalidate_caches()
+    yield name, root
+    for m in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[m]
+
+
+def _fresh(name):
+    """Re-import the temporary package after an edit (as a new Python session would)."""
+    for m in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[m]
+    importlib.invalidate_caches()
+    return importlib.import_module(f"{name}.exp")
+
+
+def test_editing_the_code_invalidates_exactly_the_stale_entries(cache_env, pkg):
+    name, root = pkg
+    exp = _fresh(name)
+    assert exp.run()["v"] == 1.0 and exp.CALLS == [1]
+    assert exp.run()["v"] == 1.0 and exp.CALLS == [1]          # second call: from disk
+    (root / "other.py").write_text("def unrelated():\n    return 42\n")
+    exp = _fresh(name)
+    assert exp.run()["v"] == 1.0 and exp.CALLS == []            # unrelated edit: still cached
+    (root / "model.py").write_text("def value():\n    return 2.0  # the researcher's edit\n")
+    exp = _fresh(name)
+    assert exp.run()["v"] == 2.0 and exp.CALLS == [1]           # the data model changed: fresh result
+    assert exp.run()["v"] == 2.0 and exp.CALLS == [1]
+    (root / "exp.py").write_text((root / "exp.py").read_text().replace("* p", "* p * 3"))
+    exp = _fresh(name)
+    assert exp.run()["v"] == 6.0 and exp.CALLS == [1]           # the compute module itself changed
+
+
+def test_fingerprint_follows_project_imports_only():
+    from sims import marchenko_pastur
+
+    _, mods = codehash.code_fingerprint(marchenko_pastur.mp_rank_data)
+    assert {"sims.marchenko_pastur", "sims.random_matrix", "theory.rank", "theory.validate"} <= set(mods)
+    assert not any(m.split(".")[0] in ("numpy", "numba", "scipy", "torch") for m in mods)
+    assert "sims.cache" not in mods and "sims.codehash" not in mods
+
+
+def test_fingerprint_of_relative_and_function_level_imports(tmp_path, monkeypatch):
+    name = f"fppkg_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / name
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sub" / "__init__.py").write_text("")
+    (root / "sub" / "deep.py").write_text("X = 1\n")
+    (root / "helper.py").write_text("Y = 1\n")
+    (root / "main.py").write_text("from .sub import deep\n\ndef f():\n    from . import helper\n    return helper.Y\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        mod = importlib.import_module(f"{name}.main")
+        _, mods = codehash.code_fingerprint(mod.f)
+        assert {f"{name}.main", f"{name}.helper", f"{name}.sub", f"{name}.sub.deep", name} <= set(mods)
+    finally:
+        for m in [m for m in sys.modules if m.startswith(name)]:
+            del sys.modules[m]
+
+
+def _entry(cache_env):
+    (path,) = list(cache_env.glob("pkg_exp-*.npz"))
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong_keys", "no_manifest", "empty"])
+def test_damaged_cache_file_is_recomputed_never_used(cache_env, pkg, damage):
+    name, _ = pkg
+    exp = _fresh(name)
+    assert exp.run(p=5)["v"] == 5.0
+    path = _entry(cache_env)
+    blob = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(blob[: len(blob) // 2])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(blob)))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "wrong_keys":  # a valid npz, with the manifest of the entry but other arrays
+        data = np.load(path)
+        np.savez(path.with_suffix(""), w=np.array(99.0), **{cache.MANIFEST: data[cache.MANIFEST]})
+    else:  # a valid npz with the right array but no manifest
+        np.savez(path.with_suffix(""), v=np.array(99.0))
+    exp.CALLS.clear()
+    n_rejected = len(cache.REJECTED)
+    assert exp.run(p=5)["v"] == 5.0 and exp.CALLS == [5]       # recomputed
+    assert len(cache.REJECTED) == n_rejected + 1 and cache.REJECTED[-1][0] == str(path)
+    assert exp.run(p=5)["v"] == 5.0 and exp.CALLS == [5]       # and the repaired file is used again
+
+
+def test_manifest_key_is_reserved(cache_env):
+    with pytest.raises(ValueError, match="may not use the key"):
+        cache.cached("bad", {}, lambda: {cache.MANIFEST: 1})
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_write_respects_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        p = tmp_path / "out" / "REPORT.md"
+        cache.atomic_write_text(p, "hello")
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask
+        assert p.read_text() == "hello"
+        assert not [f for f in p.parent.iterdir() if f.name.endswith(".tmp")]
+    finally:
+        os.umask(old)
+
+
+def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    p = tmp_path / "report.json"
+    p.write_text("{}")
+    p.chmod(0o640)
+    cache.atomic_write_bytes(p, b"[]")
+    assert stat.S_IMODE(p.stat().st_mode) == 0o640 and p.read_bytes() == b"[]"
+
+
+def test_cache_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("THEORYLAB_CACHE", "rel_cache")
+    monkeypatch.chdir(tmp_path)
+    assert cache.cache_root() == tmp_path / "rel_cache"
+    monkeypatch.delenv("THEORYLAB_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_root() == tmp_path / "xdg" / "theorylab"
+    assert cache.cache_dir() == tmp_path / "xdg" / "theorylab" / "results" and cache.cache_dir().is_dir()
+
+
+def _numba_cache_dir(env: dict) -> str:
+    code = "import theory.covlasso, numba.core.config as c; print(c.CACHE_DIR)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip()
+
+
+def test_package_sets_the_numba_cache_dir(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "THEORYLAB_CACHE")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    assert _numba_cache_dir(env) == str(tmp_path / "xdg" / "theorylab" / "numba")
+    env["THEORYLAB_CACHE"] = str(tmp_path / "tl")
+    assert _numba_cache_dir(env) == str(tmp_path / "tl" / "numba")
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")                 # a user's own setting wins
+    assert _numba_cache_dir(env) == str(tmp_path / "mine")

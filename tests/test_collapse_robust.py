@@ -1,0 +1,317 @@
+"""theory.collapse at the edges: extreme and uneven feature scales (right answer or a clear error), bad input
+(ValueError/TypeError naming the argument, never NaN or a raw library error), imbalanced classes (VCI's n_k/N
+weights, the probe loss's π_k² weights against directly optimised probes)."""
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st_
+from scipy import optimize
+
+from theory import collapse as vc
+
+DIMLESS = {"vci": vc.vci, "trace_ratio": vc.trace_ratio, "fuzziness": vc.fuzziness,
+           "squared_distance": vc.squared_distance, "cosine_similarity": vc.cosine_similarity,
+           "class_separation": vc.class_separation, "probe_loss": vc.probe_loss,
+           "probe_loss_lstsq": vc.probe_loss_lstsq}
+
+
+def _data(seed=0, K=5, N=20, p=8, counts=None):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(K), N if counts is None else counts)
+    H = 3 * rng.normal(size=(K, p))[y] + rng.normal(size=(len(y), p))
+    return H, y
+
+
+# ----------------------------------------------------------------------------------------------------------
+# scale: issue 16 §1 (H·1e150 → fuzziness NaN; 1e200 → LinAlgError; 1e−150 → fuzziness 0; 1e−200 → VCI 1.0)
+# ----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("s", [1e150, 1e200, 1e300, 1e-150, 1e-200, 1e-300])
+def test_dimensionless_metrics_right_at_extreme_scales(s):
+    H, y = _data()
+    for name, f in DIMLESS.items():
+        ref, got = f(H, y), f(H * s, y)
+        assert got == pytest.approx(ref, rel=1e-12, abs=1e-14), name
+    m, m0 = vc.metrics(H * s, y), vc.metrics(H, y)
+    for k in ("vci", "fuzziness", "squared_distance", "cosine_similarity", "probe_loss"):
+        assert m[k] == pytest.approx(m0[k], rel=1e-12, abs=1e-14), k
+
+
+@pytest.mark.parametrize("e", [520, 350, -350, -540])
+def test_quantities_with_units_right_or_clear_error(e):
+    """Σ's, the V_B split and the spectra carry the square of the features' unit: exact (H scaled by 2^e) when
+    representable, else a ValueError saying over- or underflow — never inf, NaN or silent zeros."""
+    H, y = _data()
+    s = 2.0 ** e
+    st, st0 = vc.ClassStats.from_features(H * s, y), vc.ClassStats.from_features(H, y)
+    np.testing.assert_allclose(st.means, st0.means * s, rtol=1e-14)
+    calls = {"sigma_w": (st.sigma_w, lambda: st0.sigma_w()), "sigma_t": (st.sigma_t, lambda: st0.sigma_t()),
+             "within_vb": (lambda: vc.vb_split(st)["within_vb"], lambda: vc.vb_split(st0)["within_vb"]),
+             "spectra": (lambda: vc.spectra(st)["sigma_t"], lambda: vc.spectra(st0)["sigma_t"])}
+    for name, (f, ref) in calls.items():
+        if abs(e) < 500:
+            np.testing.assert_allclose(f(), ref() * s * s, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref())) * s * s)
+        else:
+            with pytest.raises(ValueError, match="overflows|underflows"):
+                f()
+
+
+@pytest.mark.parametrize("lo, hi", [(-3, 3), (-100, 100), (-300, 300)])
+def test_invariant_metrics_ignore_per_feature_scales(lo, hi):
+    """VCI, Tr[Σ_T†Σ_B] and the probe loss are invariant to invertible maps (VC Cor 5.4, Obs 4.5), so to per-feature
+    scales spanning 1e±300 too."""
+    H, y = _data(1)
+    D = np.random.default_rng(2).permutation(np.logspace(lo, hi, H.shape[1]))
+    for name in ("vci", "trace_ratio", "probe_loss", "probe_loss_lstsq"):
+        assert DIMLESS[name](H * D, y) == pytest.approx(DIMLESS[name](H, y), rel=1e-11, abs=1e-13), name
+    # fuzziness at rank p (K − 1 ≥ p, Σ_B invertible) is invariant as well
+    H2, y2 = _data(3, K=6, N=10, p=4)
+    D2 = np.random.default_rng(4).permutation(np.logspace(lo, hi, 4))
+    assert vc.fuzziness(H2 * D2, y2) == pytest.approx(vc.fuzziness(H2, y2), rel=1e-10)
+
+
+def _fuzz_mp(H, y, r):
+    """Fuzziness Tr[Σ_B,r†Σ_W] of the float64 input in 60-digit arithmetic (mpmath): the reference."""
+    import mpmath as mp
+
+    mp.mp.dps = 60
+    K, n, p = int(y.max()) + 1, len(y), H.shape[1]
+    X = [[mp.mpf(float(v)) for v in row] for row in H]
+    cnt = [int(np.sum(y == k)) for k in range(K)]
+    mu = [[mp.fsum(X[i][j] for i in range(n) if y[i] == k) / cnt[k] for j in range(p)] for k in range(K)]
+    mg = [mp.fsum(cnt[k] * mu[k][j] for k in range(K)) / n for j in range(p)]
+    Sb, Sw = mp.zeros(p, p), mp.zeros(p, p)
+    for k in range(K):
+        d = [mu[k][j] - mg[j] for j in range(p)]
+        for a in range(p):
+            for b in range(p):
+                Sb[a, b] += mp.mpf(cnt[k]) / n * d[a] * d[b]
+    for i in range(n):
+        d = [X[i][j] - mu[y[i]][j] for j in range(p)]
+        for a in range(p):
+            for b in range(p):
+                Sw[a, b] += d[a] * d[b] / n
+    E, Q = mp.eigsy(Sb)
+    top = sorted(range(p), key=lambda i: -E[i])[:r]
+    return float(mp.fsum((Q[:, i].T * Sw * Q[:, i])[0] / E[i] for i in top)), float(E[top[-1]] / E[top[0]])
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 0), (-2, 2), (-8, 8), (-40, 40)])
+def test_fuzziness_uneven_scales_right_to_its_conditioning_or_error(lo, hi):
+    """Fuzziness (rank K − 1 < p) is not invariant to per-feature scales: against a 60-digit reference it is right to
+    its condition number λ_max/λ_r times ε, or raises a ValueError when λ_r is at rounding level."""
+    H, y = _data(5, K=4, N=6, p=6)
+    X = H * np.random.default_rng(6).permutation(np.logspace(lo, hi, 6))
+    ref, ratio = _fuzz_mp(X, y, 3)
+    try:
+        got = vc.fuzziness(X, y)
+    except ValueError as exc:
+        assert "rounding level" in str(exc) and ratio < 1e-13
+        return
+    assert got == pytest.approx(ref, rel=100 * np.finfo(float).eps / ratio)
+
+
+def test_cosine_metric_at_scales_where_squared_norms_overflow():
+    H, y = _data(7)
+    ref = vc.cosine_distances(H, y)
+    for s in (1e160, 1e-160, 1e-310):
+        got = vc.cosine_distances(H * s, y)
+        assert got["d_within"] == pytest.approx(ref["d_within"], rel=1e-12 if s > 1e-300 else 1e-9)
+        assert got["d_total"] == pytest.approx(ref["d_total"], rel=1e-12 if s > 1e-300 else 1e-9)
+
+
+def test_merge_across_column_units_and_mixed_batches():
+    """Batches of very different scales in one accumulator: the power-of-two units follow, results stay exact."""
+    rng = np.random.default_rng(8)
+    H, y = _data(8, K=3, N=30, p=5)
+    D = np.ldexp(1.0, np.array([0, 600, -600, 300, -900]))  # per-column units, exact
+    X = H * D
+    a = vc.ClassStats(5, 3).update(X[:20], y[:20])
+    b = vc.ClassStats(5, 3)
+    for s in range(20, 90, 7):
+        b.update(X[s:s + 7], y[s:s + 7])
+    m, one = a.merge(b), vc.ClassStats.from_features(X, y, batch=int(rng.integers(1, 9)))
+    ref = vc.ClassStats.from_features(H, y)
+    for st in (m, one):
+        assert vc.vci(st) == pytest.approx(vc.vci(ref), rel=1e-12)
+        np.testing.assert_allclose(st.means, ref.means * D, rtol=1e-13)
+    # a column that is zero in the first batch and 1e300 later
+    Z = H.copy()
+    Z[:, 0] = 0.0
+    Z[40:, 0] = 1e300 * H[40:, 0]
+    st = vc.ClassStats(5, 3).update(Z[:40], y[:40]).update(Z[40:], y[40:])
+    st_ref = vc.ClassStats.from_features(Z * np.array([1e-300, 1, 1, 1, 1]), y)
+    assert vc.vci(st) == pytest.approx(vc.vci(st_ref), rel=1e-11)
+
+
+def test_pickle_round_trip_and_old_format():
+    H, y = _data(9)
+    st = vc.ClassStats.from_features(H * 1e200, y)
+    back = pickle.loads(pickle.dumps(st))
+    assert vc.vci(back) == vc.vci(st)
+    old = vc.ClassStats.from_features(H, y)
+    state = {"p": old.p, "K": old.K, "counts": old.counts, "unit_sums": old.unit_sums,
+             "means": old.means, "scatter_within": old.scatter_within}  # the attributes before the scaled store
+    revived = vc.ClassStats.__new__(vc.ClassStats)
+    revived.__setstate__(state)
+    assert vc.vci(revived) == pytest.approx(vc.vci(old), rel=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# bad input: clear errors naming the argument
+# ----------------------------------------------------------------------------------------------------------
+H0, Y0 = _data(10, K=3, N=4, p=3)
+# 5 class means whose 4th centred direction is 1e-20: Σ_B's 4th eigenvalue ~1e-40 λ_max, below rounding
+MEANS_4TH_TINY = np.array([[1, 0, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0],
+                           [0.5, 0.5, 0, 1e-20, 0, 0]])
+BAD = [
+    (lambda: vc.ClassStats(3, 2).update(H0 + 1j, Y0), TypeError, "H: complex"),
+    (lambda: vc.ClassStats(3, 2).update(np.zeros((0, 3), complex), np.zeros(0, int)), TypeError, "complex"),
+    (lambda: vc.ClassStats(3, 3).update(H0.astype(object), Y0), TypeError, "real numeric"),
+    (lambda: vc.ClassStats(3, 3).update(H0 > 0, Y0), TypeError, "real numeric"),
+    (lambda: vc.ClassStats.from_features(H0, Y0, batch=0), ValueError, "batch: must be >= 1"),
+    (lambda: vc.ClassStats.from_features(H0, Y0, batch=2.5), ValueError, "batch: must be an integer"),
+    (lambda: vc.ClassStats.from_features(H0 + 0j, Y0), TypeError, "features: complex"),
+    (lambda: vc.ClassStats(3.0, 2), ValueError, "n_features"),
+    (lambda: vc.ClassStats(3, True), ValueError, "n_classes"),
+    (lambda: vc.vci(np.where(np.arange(12)[:, None] == 3, np.nan, H0), Y0), ValueError, "NaN at column"),
+    (lambda: vc.vci(np.where(np.arange(12)[:, None] == 3, np.inf, H0), Y0), ValueError, "Inf"),
+    (lambda: vc.vci(H0, np.zeros(12, int)), ValueError, "K = 1"),
+    (lambda: vc.vci(H0[:2], Y0[:2]), ValueError, "K = 1"),
+    (lambda: vc.vci(H0[:2], Y0[:2] + np.array([0, 2])), ValueError, "class 1 has no samples"),
+    (lambda: vc.vci(H0, np.where(Y0 == 1, 2, Y0)), ValueError, "class 1 has no samples"),
+    (lambda: vc.vci(np.ones((12, 3)), Y0), ValueError, "Σ_B = 0"),
+    (lambda: vc.fuzziness(np.ones((12, 3)), Y0), ValueError, "numerically zero"),
+    (lambda: vc.squared_distance(np.ones((12, 3)), Y0), ValueError, "Tr Σ_B = 0"),
+    (lambda: vc.vci(H0, Y0, rtol=-1e-3), ValueError, "rtol"),
+    (lambda: vc.vci(H0, Y0, rtol=float("nan")), ValueError, "rtol"),
+    (lambda: vc.trace_ratio(H0, Y0, rtol="small"), ValueError, "rtol"),
+    (lambda: vc.probe_loss(H0, Y0, rtol=1.5), ValueError, "rtol"),
+    (lambda: vc.vci(H0, Y0, rank=5), ValueError, "rank"),
+    (lambda: vc.vci(H0, Y0, rank=True), ValueError, "rank"),
+    (lambda: vc.fuzziness(np.repeat(MEANS_4TH_TINY, 3, axis=0) + np.tile([[0.1] * 6, [-0.1] * 6, [0] * 6], (5, 1)),
+                          np.repeat(np.arange(5), 3)), ValueError, "rounding level"),
+    (lambda: vc.probe_loss_lstsq(H0 + 1j, Y0), TypeError, "features: complex"),
+    (lambda: vc.probe_loss_lstsq(H0, Y0, n_classes=1), ValueError, "n_classes"),
+    (lambda: vc.probe_loss_lstsq(H0, Y0, n_classes=2.5), ValueError, "n_classes"),
+    (lambda: vc.probe_loss_lstsq(H0, Y0, n_classes=5), ValueError, "class 3 has no samples"),
+    (lambda: vc.probe_loss_lstsq(np.full((12, 3), np.nan), Y0), ValueError, "NaN"),
+    (lambda: vc.probe_loss_lstsq(H0, Y0.astype(float)), ValueError, "integers"),
+    (lambda: vc.mlog([0.6 + 0.1j], 0.5), TypeError, "downstream: complex"),
+    (lambda: vc.mlog([[0.6, 0.7]], [0.5, 0.4]), ValueError, "pretrain: shape"),
+    (lambda: vc.mlog([0.6], 0.5, percent="no"), ValueError, "percent"),
+    (lambda: vc.mlog([], 0.5), ValueError, "empty"),
+    (lambda: vc.ClassStats(3, 3).merge("stats"), ValueError, "merge"),
+    (lambda: vc.ClassStats(3, 3).sigma_t(), ValueError, "no samples"),
+]
+
+
+@pytest.mark.parametrize("call, exc, match", BAD)
+def test_bad_input_is_a_clear_error(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(K=st_.integers(2, 4), n=st_.integers(2, 12), p=st_.integers(1, 5),
+       scale=st_.sampled_from([1.0, 1e-300, 1e-160, 1e160, 1e300, 0.0]),
+       special=st_.sampled_from([None, np.nan, np.inf, -np.inf, 0.0, 5e-324, 1.7e308]),
+       seed=st_.integers(0, 2**16))
+def test_every_metric_answers_or_raises_clearly(K, n, p, scale, special, seed):
+    """Arbitrary shapes, scales and special values: a finite number or a ValueError/TypeError, never NaN/inf or a
+    raw library error (LinAlgError, ZeroDivisionError, FloatingPointError)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, size=n)
+    H = rng.normal(size=(n, p)) * scale
+    if special is not None:
+        H[rng.integers(n), rng.integers(p)] = special
+    for name, f in {**DIMLESS, "metrics": lambda a, b: vc.metrics(a, b)["vci"],
+                    "vb_split": lambda a, b: vc.vb_split(a, b)["within_vb"],
+                    "spectra": lambda a, b: vc.spectra(a, b)["sigma_t"][0]}.items():
+        try:
+            v = f(H, y)
+        except (ValueError, TypeError):
+            continue
+        assert np.all(np.isfinite(v)), (name, v)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# imbalanced classes (issue 13 §7)
+# ----------------------------------------------------------------------------------------------------------
+def _two_pass(H, y, K):
+    n = len(y)
+    mu = np.stack([H[y == k].mean(0) for k in range(K)])
+    mg = H.mean(0)  # the sample mean, computed directly (= Σ π_k μ_k)
+    Sw = sum((H[y == k] - mu[k]).T @ (H[y == k] - mu[k]) for k in range(K)) / n
+    Sb = sum(np.sum(y == k) * np.outer(mu[k] - mg, mu[k] - mg) for k in range(K)) / n
+    St = (H - mg).T @ (H - mg) / n
+    return Sw, Sb, St
+
+
+def test_sigma_t_equals_two_pass_with_imbalanced_classes():
+    counts = np.array([1, 3, 40, 200, 7])
+    H, y = _data(12, K=5, p=6, counts=counts)
+    H = H + 50.0  # an offset, as features far from the origin
+    perm = np.random.default_rng(13).permutation(len(y))
+    H, y = H[perm], y[perm]
+    st = vc.ClassStats(6, 5)
+    for s in range(0, len(y), 17):
+        st.update(H[s:s + 17], y[s:s + 17])
+    Sw, Sb, St = _two_pass(H, y, 5)
+    np.testing.assert_allclose(st.sigma_t(), St, rtol=0, atol=1e-12 * np.max(np.abs(St)))
+    np.testing.assert_allclose(st.sigma_w(), Sw, rtol=0, atol=1e-12 * np.max(np.abs(St)))
+    np.testing.assert_allclose(st.sigma_b(), Sb, rtol=0, atol=1e-12 * np.max(np.abs(St)))
+    np.testing.assert_allclose(st.priors, counts / counts.sum())
+
+
+def test_vci_weights_classes_by_n_k_and_reduces_to_eq2_when_balanced():
+    H, y = _data(14, K=4, N=10, p=6)
+    K = 4
+    mu = np.stack([H[y == k].mean(0) for k in range(K)])
+    Sb_eq2 = sum(np.outer(m - mu.mean(0), m - mu.mean(0)) for m in mu) / K  # VC Eq 2 (balanced)
+    St = np.cov(H.T, bias=True)
+    assert vc.vci(H, y) == pytest.approx(1 - np.trace(np.linalg.pinv(St) @ Sb_eq2) / (K - 1), abs=1e-12)
+    keep = np.concatenate([np.flatnonzero(y == k)[: 2 + 3 * k] for k in range(K)])  # 2, 5, 8, 11 samples
+    Hi, yi = H[keep], y[keep]
+    Sw, Sb, St = _two_pass(Hi, yi, K)
+    assert vc.vci(Hi, yi) == pytest.approx(1 - np.trace(np.linalg.pinv(St) @ Sb) / (K - 1), abs=1e-12)
+    mui = np.stack([Hi[yi == k].mean(0) for k in range(K)])
+    Sb_unw = sum(np.outer(m - mui.mean(0), m - mui.mean(0)) for m in mui) / K
+    assert abs(vc.vci(Hi, yi) - (1 - np.trace(np.linalg.pinv(St) @ Sb_unw) / (K - 1))) > 1e-3
+
+
+def _probe_by_lbfgs(H, y, K):
+    """min_{W,b} (1/2N) Σ ‖W h + b − e_y‖² by L-BFGS on the raw parameters (no closed form, no lstsq)."""
+    n, p = H.shape
+    Y = np.eye(K)[y]
+
+    def f(theta):
+        W, b = theta[:K * p].reshape(K, p), theta[K * p:]
+        R = H @ W.T + b - Y
+        g = R / n
+        return 0.5 * np.sum(R * R) / n, np.concatenate([(g.T @ H).ravel(), g.sum(0)])
+
+    res = optimize.minimize(f, np.zeros(K * p + K), jac=True, method="L-BFGS-B",
+                            options={"maxiter": 20000, "gtol": 1e-13, "ftol": 1e-16})
+    return res.fun
+
+
+@pytest.mark.parametrize("counts", [[3, 9, 30], [50, 5, 12, 2], [1, 1, 60]])
+def test_imbalanced_probe_loss_pi_squared_weights(counts):
+    """VC Thm 5.1's proof with priors π_k: L* = ½(1 − Σπ_k²) − ½ Tr[Σ_T†Σ̃_B], Σ̃_B = Σ π_k² (μ_k − μ_G)(μ_k − μ_G)ᵀ,
+    against the gelsd least-squares probe and a probe optimised directly by L-BFGS; Thm 5.1 as printed is off."""
+    K = len(counts)
+    H, y = _data(15, K=K, p=5, counts=np.array(counts))
+    st = vc.ClassStats.from_features(H, y)
+    closed = vc.probe_loss(st)
+    assert closed == pytest.approx(vc.probe_loss_lstsq(H, y), abs=1e-12)
+    assert closed == pytest.approx(_probe_by_lbfgs(H, y, K), abs=1e-7)
+    pi = st.priors
+    Sw, Sb, St = _two_pass(H, y, K)
+    mu = np.stack([H[y == k].mean(0) for k in range(K)])
+    D = mu - H.mean(0)
+    Sb2 = (D.T * pi ** 2) @ D
+    assert closed == pytest.approx(0.5 * (1 - pi @ pi) - 0.5 * np.trace(np.linalg.pinv(St) @ Sb2), abs=1e-12)
+    # the printed (balanced) formula is wrong here, and Tr[Σ_T†Σ̃_B] ≤ max π_k · Tr[Σ_T†Σ_B]
+    assert abs(vc.probe_loss_balanced(vc.trace_ratio(st), K) - closed) > 1e-3
+    assert vc.weighted_trace(st) <= pi.max() * vc.trace_ratio(st) + 1e-12

@@ -1,0 +1,312 @@
+"""theorylab's Python API: the calls ``theorylab verify`` and ``theorylab figs`` make, as functions.
+
+Everything here is re-exported from the ``verify`` package::
+
+    import verify
+
+    run = verify.run(["nd.lambda_max", "vc.*"], quick=True)    # ids, globs or prefixes
+    o = run["nd.lambda_max"]                                   # a verify.Outcome
+    o.status, o.measured, o.expected, o.miss, o.details        # 'pass', 3.1e-13, '<= 1e-10', ...
+    o.negative_control_result, o.control_miss                  # 'failed as it should', 8.2e3
+    run.summary, run.ok, run.seconds                           # {'pass': 2, ...}, True, 4.2
+    verify.write_report(run, "report/")                        # report.json, REPORT.md, figs/
+    verify.draw_figure("nd.remark2_det_ratio", "figs/", quick=True)
+    verify.list_claims("nd")                                   # catalog entries, implemented or not
+
+Bad input (an unknown pattern, a device that is not there, a folder that cannot be written) raises
+:class:`UsageError` (a ``ValueError``) *before* any check runs. Checks and catalog entries from outside
+the package (``plugins=["my_checks"]`` and the ``theorylab.checks`` entry points) are described in
+:mod:`verify.plugins`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from verify import plugins as _plugins
+from verify import registry, report
+from verify.registry import Check, Outcome
+
+REPORT_MARKER = ".theorylab-report"
+
+
+class UsageError(ValueError):
+    """Bad input from the caller (the command line prints it as one line and exits 2)."""
+
+
+def select(ids, patterns) -> list[str]:
+    """Ids matching any pattern: a glob (``nd.*``), an exact id, or a prefix (``nd``, ``rd.lyap``)."""
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns or ())
+    if not patterns:
+        return list(ids)
+    return [i for i in ids if any(fnmatch.fnmatch(i, p) or i.startswith(p) for p in patterns)]
+
+
+def load_plugins(modules=(), entry_points: bool = True) -> list[str]:
+    """Import the ``theorylab.checks`` entry points and the named plugin modules (see :mod:`verify.plugins`)."""
+    return _plugins.load([modules] if isinstance(modules, str) else modules, entry_points=entry_points)
+
+
+def load_checks(plugins=(), entry_points: bool = True) -> dict[str, Check]:
+    """Every registered check: the built-in ones (``verify/checks``) and the plugins'."""
+    load_plugins(plugins, entry_points)
+    return registry.discover()
+
+
+def catalog(plugins=(), entry_points: bool = True) -> dict[str, dict]:
+    """Every claim id (built-in catalog and plugins' entries) -> {id, paper, kind, claim}."""
+    load_plugins(plugins, entry_points)
+    return registry.load_catalog()
+
+
+def list_claims(patterns=(), plugins=(), entry_points: bool = True) -> list[dict]:
+    """The catalog entries matching ``patterns``, each with ``implemented`` (a check is registered)."""
+    found = load_checks(plugins, entry_points)
+    cat = registry.load_catalog()
+    builtin = registry.builtin_catalog()
+    return [dict(cat[i], implemented=i in found, source="built-in" if i in builtin else "plugin")
+            for i in select(cat, patterns)]
+
+
+def check_device(device: str) -> str:
+    """``device`` if torch can use it here (cpu, cuda[:N], mps), else :class:`UsageError` saying why."""
+    if device == "cpu":
+        return device
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise UsageError(f"--device {device!r} is not a torch device ({exc})") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {device}: CUDA is not available here (torch.cuda.is_available() is False); "
+                             "use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) here")
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise UsageError(f"--device {device}: MPS is not available here; use --device cpu")
+    elif dev.type != "cpu":
+        raise UsageError(f"--device {device}: only cpu, cuda[:N] and mps are supported")
+    return device
+
+
+def _probe(d: Path, what: str) -> None:
+    try:
+        with tempfile.NamedTemporaryFile(dir=d, prefix=".theorylab-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{what} {d}: cannot write there ({exc.strerror or exc})") from None
+
+
+def prepare_dir(path, what: str = "output folder") -> Path:
+    """Create ``path`` if needed and make sure a file can be written there (else :class:`UsageError`)."""
+    d = Path(path)
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"{what} {d}: exists and is not a folder")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{what} {d}: cannot create the folder ({exc.strerror or exc})") from None
+    _probe(d, what)
+    return d
+
+
+def prepare_file(path, what: str = "output file") -> Path:
+    """Make sure ``path`` can be written (its folder exists or can be made, it is not a folder)."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{what} {p}: is a folder")
+    prepare_dir(p.parent if str(p.parent) else Path("."), what)
+    return p
+
+
+def prepare_report_dir(path) -> Path:
+    """Check the report folder before any work, and clear what an earlier run left in it.
+
+    A folder that an earlier ``--report`` wrote (it holds ``.theorylab-report`` or ``report.json``) loses
+    its ``figs/`` and ``artifacts/`` (REPORT.md and report.json are replaced at the end); nothing else
+    is ever deleted, so pointing ``--report`` at an unrelated folder removes nothing of yours.
+    """
+    d = prepare_dir(path, "--report")
+    if (d / REPORT_MARKER).exists() or (d / "report.json").exists():
+        for sub in ("figs", "artifacts"):
+            if (d / sub).is_dir() and not (d / sub).is_symlink():
+                shutil.rmtree(d / sub)
+    (d / REPORT_MARKER).write_text("written by `theorylab verify --report`: figs/ and artifacts/ are replaced "
+                                   "on every run\n")
+    return d
+
+
+@dataclasses.dataclass
+class Run:
+    """The outcome of :func:`run`: one :class:`verify.Outcome` per selected id, plus timings and figures."""
+
+    outcomes: list[Outcome]
+    patterns: tuple = ()
+    quick: bool = False
+    seed: int = 0
+    device: str = "cpu"
+    check_seconds: float = 0.0
+    report_dir: Path | None = None
+    plugins: list = dataclasses.field(default_factory=list)
+    import_errors: dict = dataclasses.field(default_factory=dict)
+    figures: dict = dataclasses.field(default_factory=dict)
+    figure_errors: dict = dataclasses.field(default_factory=dict)
+    figure_seconds: float = 0.0
+    figure_tracebacks: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def __getitem__(self, cid: str) -> Outcome:
+        for o in self.outcomes:
+            if o.id == cid:
+                return o
+        raise KeyError(cid)
+
+    def __iter__(self):
+        return iter(self.outcomes)
+
+    def __len__(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def seconds(self) -> float:
+        """The whole run: checks plus figures (the number the summary line and REPORT.md show)."""
+        return self.check_seconds + self.figure_seconds
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return registry.summarize(self.outcomes)
+
+    @property
+    def ok(self) -> bool:
+        """No check failed, every check module imported and every figure drew."""
+        return not (self.summary["fail"] or self.import_errors or self.figure_errors)
+
+    def meta(self) -> dict:
+        return report.run_meta(self.seed, self.quick, self.seconds, check_seconds=self.check_seconds,
+                               figures_total_seconds=self.figure_seconds, device=self.device,
+                               figure_seconds={f: v["seconds"] for f, v in self.figures.items()},
+                               figure_errors=dict(self.figure_errors), plugins=list(self.plugins),
+                               patterns=list(self.patterns))
+
+
+def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu", report_dir=None,
+        plugins=(), entry_points: bool = True, progress: bool = False) -> Run:
+    """Run the checks whose ids match ``patterns`` (all when empty); returns a :class:`Run`.
+
+    Checked first, before any check runs: the device, the patterns and the report folder (created,
+    probed for writing, cleared of an earlier run's figures and artifacts). ``report_dir`` is where the
+    checks save artifacts; :func:`write_report` writes the report itself.
+    """
+    t0 = time.perf_counter()  # the run's time includes importing the checks
+    patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns or ())
+    device = check_device(device)
+    found = load_checks(plugins, entry_points)
+    cat = registry.load_catalog()
+    ids = select(cat, patterns)
+    if not ids:
+        raise UsageError(f"no check id matches {' '.join(patterns)}; see `theorylab verify --list`")
+    rdir = prepare_report_dir(report_dir) if report_dir is not None else None
+    from tqdm import tqdm
+
+    outcomes = []
+    bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
+    for cid in bar:
+        bar.set_postfix_str(cid)
+        if cid not in found:
+            e = cat[cid]
+            outcomes.append(Outcome(id=cid, paper=e["paper"], equation="", kind=e["kind"], statement=e["claim"],
+                                    status="missing"))
+            continue
+        ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=rdir, device=device)
+        outcomes.append(registry.run_check(found[cid], ctx))
+    bar.close()
+    return Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
+               check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
+               import_errors=dict(registry.IMPORT_ERRORS))
+
+
+@dataclasses.dataclass
+class Figures:
+    """What :func:`draw_figures` drew: ``done`` id -> {answers, caption, seconds}; ``failed`` id -> one line."""
+
+    done: dict
+    failed: dict
+    tracebacks: dict
+    seconds: float
+
+
+def figures(plugins=(), entry_points: bool = True) -> dict:
+    """Every registered figure (``paper_figs`` and the plugins'): id -> paper_figs.registry.Figure."""
+    from paper_figs import registry as figreg
+
+    load_plugins(plugins, entry_points)
+    return figreg.discover()
+
+
+def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, progress: bool = False,
+                 plugins=(), entry_points: bool = True) -> Figures:
+    """Draw figures into ``out_dir`` (PNG and PDF): those matching ``ids`` (patterns; all when None), or
+    those illustrating any of the check ids ``for_checks``. A figure that raises is recorded, not raised."""
+    from tqdm import tqdm
+
+    from paper_figs import registry as figreg
+
+    figs = figures(plugins, entry_points)
+    chosen = list(figs) if ids is None else select(figs, ids)
+    if ids is not None and not chosen:
+        raise UsageError(f"no figure id matches {' '.join(ids)}; see `theorylab figs --list`")
+    if for_checks is not None:
+        chosen = [f for f in chosen if set(for_checks) & set(figs[f].checks)]
+    out = prepare_dir(out_dir, "figure folder")
+    done, failed, tbs = {}, {}, {}
+    t0 = time.perf_counter()
+    for fid in tqdm(chosen, desc="figures", unit="fig", file=sys.stderr, disable=None if progress else True):
+        f = figs[fid]
+        try:
+            r = figreg.render(f, out, quick=quick)
+            done[fid] = {"answers": f.answers, "caption": f.caption, "seconds": round(r["seconds"], 2)}
+        except Exception as exc:  # a broken figure must not hide the others; the caller says so loudly
+            failed[fid] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            tbs[fid] = traceback.format_exc()
+    return Figures(done, failed, tbs, time.perf_counter() - t0)
+
+
+def draw_figure(fid: str, out_dir, quick: bool = False) -> dict:
+    """Draw one figure; returns {id, png, pdf, seconds}. Unknown id: :class:`UsageError`; a failing draw raises."""
+    from paper_figs import registry as figreg
+
+    figs = figures()
+    if fid not in figs:
+        raise UsageError(f"no figure {fid!r}; see `theorylab figs --list`")
+    return figreg.render(figs[fid], prepare_dir(out_dir, "figure folder"), quick=quick)
+
+
+def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=None,
+                 progress: bool = False) -> Path | None:
+    """Write ``report_dir``/report.json, REPORT.md and figs/ (the figures of the run's checks; all of them
+    when the run had no pattern), and/or ``json_path``. Returns REPORT.md's path (None without a folder)."""
+    md = None
+    if report_dir is not None:
+        d = Path(report_dir)
+        if run.report_dir is None or Path(run.report_dir).resolve() != d.resolve():
+            d = prepare_report_dir(d)
+        if figures:
+            ids = {o.id for o in run.outcomes}
+            fr = draw_figures(d / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
+                              progress=progress, entry_points=False)
+            run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
+            run.figure_tracebacks = fr.tracebacks
+        meta = run.meta()
+        report.write_json(d / "report.json", run.outcomes, meta)
+        md = report.write_markdown(d, run.outcomes, meta, run.figures)
+    if json_path is not None:
+        report.write_json(prepare_file(json_path, "--json"), run.outcomes, run.meta())
+    return md

@@ -1,0 +1,312 @@
+"""RD checks (2/2): products of many layers — the Lyapunov ψ-law (Thm 5 / Eq 10), gradient explosion (Cor 1),
+spectrum centralization (Thm 4, with its erratum) and MLP-50 (Fig 1 d–f).
+
+Conventions as in :mod:`verify.checks.rd`: a negative control standing for a realistic bug, a positive control
+on data where the claim holds by construction, ``miss`` in tolerance units on every result, sizes from
+``sims.rank_nets.rd_settings``. "For all L" claims are read at several depths and sizes.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from sims import random_matrix as rm
+from sims import rank_nets as nets
+from theory import rank as R
+from verify.checks.rd import _fmt
+from verify.registry import Result, check
+
+
+# ----------------------------------------------------------------------------- Thm 5 / Eq 10, Cor 1
+
+def _law_z(sums, cp, law, sd, trials):
+    """max_k |mean_t S_k(L)/L − law_k| / (sd_k/√(L T)) at each depth L."""
+    return [float(np.max(np.abs(sums[:, i, :].mean(0) / L - law) / (sd / np.sqrt(L * trials))))
+            for i, L in enumerate(cp)]
+
+
+@check(
+    "rd.lyapunov_law", equation="Thm 5, Eq 10", kind="sim", tolerance="max_k z ≤ 5 for every n and every depth L",
+    figures=("rd.lyapunov_spectrum",),
+    tolerance_reason="after L Gaussian layers the Benettin estimate of λ_k has standard deviation ½√ψ'((n−k+1)/2)/√L "
+                     "(per layer log R_kk = ½ log χ²_{n−k+1}); averaged over T trials, |mean − law| / (sd/√(LT)) ≤ 5 "
+                     "for all k, at three depths (the limit is read at several L, not one) and several n",
+    negative_control="bug: an off-by-one in k (k counted from 0), ½(log 2 + ψ((n−k+2)/2))",
+    positive_control="Benettin sums drawn from the proof's exact per-layer law, Σ_l ½ log χ²_{n−k+1}, for the same n, "
+                     "L and trials",
+)
+def lyapunov_law(ctx, planted, positive=False):
+    st = nets.rd_settings(ctx.quick)["lyap"]
+    cp, T = np.asarray(st["checkpoints"]), st["trials"]
+    if positive:
+        rng = ctx.rng("chi2")
+        d = {}
+        for n in st["ns"]:
+            steps = 0.5 * np.log(rng.chisquare(n - np.arange(n), size=(T, cp[-1], n)))
+            d[f"sums_{n}"] = np.cumsum(steps, axis=1)[:, cp - 1, :]
+    else:
+        d = rm.lyapunov_data(st["ns"], cp, T, seed=ctx.seed)
+    worst, per = 0.0, {}
+    for n in st["ns"]:
+        sums = d[f"sums_{n}"]
+        k = np.arange(1, n + 1)
+        law = 0.5 * (np.log(2) + special.digamma((n - k + 2) / 2)) if planted else R.lyapunov_law(n)
+        zs = _law_z(sums, cp, law, R.lyapunov_law_sd(n), T)
+        worst = max(worst, max(zs))
+        spec = sums[:, -1, :] / cp[-1]
+        per[f"n={n}"] = {"max z at L = " + ", ".join(map(str, cp)): [_fmt(z, 2) for z in zs],
+                         "λ_1 measured/law": [_fmt(spec.mean(0)[0], 4), _fmt(law[0], 4)],
+                         "λ_n measured/law": [_fmt(spec.mean(0)[-1], 4), _fmt(law[-1], 4)],
+                         "Eq 10 ratio k=n measured/law": [_fmt(np.exp(spec.mean(0)[-1] - spec.mean(0)[0]), 4),
+                                                          _fmt(R.ratio_law(n)[-1], 4)],
+                         "sd across trials × √L / predicted (k=1, k=n)":
+                             [_fmt(spec[:, 0].std(ddof=1) * np.sqrt(cp[-1]) / R.lyapunov_law_sd(n)[0], 2),
+                              _fmt(spec[:, -1].std(ddof=1) * np.sqrt(cp[-1]) / R.lyapunov_law_sd(n)[-1], 2)]}
+    return Result(measured=_fmt(worst, 2), expected="≤ 5", holds=bool(worst <= 5.0), miss=worst / 5.0,
+                  details={"per n": per, "depths": cp.tolist(), "trials": T,
+                           "estimator": "synthetic χ² sums (positive control)" if positive else
+                           "Benettin QR recursion (numba + LAPACK), random initial frame, exponents in QR order"})
+
+
+@check(
+    "rd.gradient_explosion", equation="Cor 1", kind="sim", tolerance="|log σ_1/L − rate| ≤ 5·sd/√(LT) + (log n + 3)/L",
+    tolerance_reason="log σ_1 = Σ log R_11 + O(1): the sum has sd ½√ψ'(n/2)·√L, the gap to log‖J‖₂ is a finite "
+                     "random variable of order log n (the overlap of the start vector with the top singular vector), "
+                     "hence the (log n + 3)/L term; read at three depths and three sizes",
+    negative_control="bug: an off-by-one in the Gamma argument, ½(log 2 + ψ((n+1)/2)) for ½(log 2 + ψ(n/2))",
+    positive_control="n = 1: J_L⋯J_1 is a product of N(0,1) scalars, log σ_1 = Σ log|g_l| exactly, whose mean per "
+                     "layer is the n = 1 rate ½(log 2 + ψ(½))",
+)
+def gradient_explosion(ctx, planted, positive=False):
+    st = nets.rd_settings(ctx.quick)["top"]
+    ns = [1] if positive else st["ns"]
+    d = rm.top_singular_data(ns, st["depths"], st["trials"], seed=ctx.seed)
+    miss, per = 0.0, {}
+    for n in ns:
+        rate = 0.5 * (np.log(2) + special.digamma((n + 1) / 2)) if planted else R.gradient_explosion_rate(n)
+        lt = d[f"log_top_{n}"]
+        rows = []
+        for j, L in enumerate(st["depths"]):
+            meas = lt[:, j].mean() / L
+            tol = 5 * R.lyapunov_law_sd(n)[0] / np.sqrt(L * st["trials"]) + (np.log(n) + 3) / L
+            miss = max(miss, abs(meas - rate) / tol)
+            rows.append({"L": L, "log σ_1 / L": _fmt(meas, 4), "rate": _fmt(rate, 4), "tol": _fmt(tol, 4),
+                         "miss": _fmt(abs(meas - rate) / tol, 2)})
+        per[f"n={n}"] = rows
+    last = per[f"n={ns[-1]}"][-1]
+    return Result(measured=last["log σ_1 / L"], expected=last["rate"], holds=bool(miss <= 1), miss=float(miss),
+                  details={"per n": per, "trials": st["trials"],
+                           "how": "exact log‖J_L⋯J_1‖₂ via a renormalised product (numba), the same layers as the "
+                                  "Benettin recursion"})
+
+
+# ----------------------------------------------------------------------------- Thm 4
+
+def _decay_fit(sums, cp):
+    """Per k ≥ 2: rate μ_k of log(σ_k/σ_1) ≈ a − μ_k L, its z (spread of per-trial slopes), and the miss of
+    'exponential decay' = max(4/z, 1/(μ_k L_max), SSE_linear/SSE_{a+b log L}), fitted over the depths where
+    σ_k > 0 in every trial. Directions with σ_k = 0 at most depths count as decayed (exact collapse: ReLU masks,
+    singular sparse or Rademacher layers); a trial whose whole product is 0 (σ_1 = 0, e.g. an all-zero ReLU
+    mask) has every σ_k = 0 from then on. ``sums``: (trials, len(cp), n) log σ_k + O(1)."""
+    s = -np.sort(-sums, axis=2)
+    n, L = s.shape[2], cp.astype(float)
+    dead = ~np.isfinite(s[:, :, 0])  # product annihilated
+    rates, zs, misses, collapsed = {}, {}, {}, 0
+    for k in range(1, n):
+        with np.errstate(invalid="ignore"):
+            lr = np.where(dead, -np.inf, s[:, :, k] - s[:, :, 0])
+        fin = np.all(np.isfinite(lr), axis=0)
+        if fin.sum() < 4:
+            collapsed += 1
+            continue
+        x, y = L[fin], lr[:, fin].mean(0)
+        A = np.vstack([np.ones_like(x), x]).T
+        coef = np.linalg.lstsq(A, y, rcond=None)[0]
+        slopes = np.array([np.polyfit(x, lr[t, fin], 1)[0] for t in range(lr.shape[0])])
+        mu, se = -coef[1], slopes.std(ddof=1) / np.sqrt(len(slopes)) + 1e-300
+        B = np.vstack([np.ones_like(x), np.log(x)]).T
+        sse_lin = float(np.sum((A @ coef - y) ** 2))
+        sse_pow = float(np.sum((B @ np.linalg.lstsq(B, y, rcond=None)[0] - y) ** 2)) + 1e-300
+        rates[k + 1], zs[k + 1] = float(mu), float(mu / se)
+        misses[k + 1] = max(4 / zs[k + 1] if zs[k + 1] > 0 else np.inf,
+                            1 / (mu * x[-1]) if mu > 0 else np.inf, sse_lin / sse_pow)
+    return {"annihilated trials": int(dead[:, -1].sum()), "rates": rates, "z": zs, "collapsed": collapsed,
+            "miss": max(misses.values()) if misses else 0.0}
+
+
+def _diagonal_products(n, cp, trials, rng):
+    """Positive control: log σ_k of products of diagonal layers with log|d_k| = −0.05(k−1) + 0.1·N(0, 1): exactly
+    exponential separation with rates 0.05(k−1) (as sums, (trials, len(cp), n))."""
+    steps = 0.1 * rng.standard_normal((trials, cp[-1], n)) - 0.05 * np.arange(n)
+    return np.cumsum(steps, axis=1)[:, cp - 1, :]
+
+
+THM4_ERRATUM = (
+    "Thm 4 as stated (any law μ of the layer Jacobian with E log⁺‖J‖ < ∞) is false: Haar-orthogonal layers satisfy "
+    "its hypotheses, yet every Lyapunov exponent is 0 and σ_k/‖J_F‖₂ = 1 at every depth (measured in each run, see "
+    "details). The theorem needs a non-degeneracy condition giving a gap λ_1 > λ_2 (and λ_r > λ_{r+1} for its r): "
+    "e.g. that the closed semigroup generated by the support of μ is strongly irreducible and contracting "
+    "(Guivarc'h–Raugi 1985; Goldsheid–Margulis 1989 give a simple spectrum when it is Zariski-dense in GL(n)), which "
+    "excludes laws supported on a compact group (O(n), c·O(n)) and holds for iid entries with a density. This check "
+    "verifies the corrected form on laws that satisfy it.")
+
+
+@check(
+    "rd.general_centralization", equation="Thm 4, Eq 9", kind="sim",
+    tolerance="every law, size and k ≥ 2: μ_k > 0 with z ≥ 4, μ_k·L_max ≥ 1, log(σ_k/σ_1) linear in L (beats a+b log L)",
+    erratum=THM4_ERRATUM,
+    tolerance_reason="Eq 9 says log(σ_k/σ_1) ≈ −μ_k L: we fit the Benettin log-ratios at 20 depths, require the "
+                     "slope to be negative beyond 4 standard errors (spread of per-trial slopes), at least an e-fold "
+                     "decay over the run (μ_k·L_max ≥ 1, so rounding-level slopes do not count) and the linear-in-L "
+                     "model to beat a + b log L; exactly collapsed directions (σ_k = 0: ReLU masks, singular sparse or "
+                     "Rademacher layers, or a product annihilated by an all-zero ReLU mask) count as decayed. Six iid entry laws (Gaussian, Rademacher, uniform, "
+                     "Student-t₃, Cauchy, sparse Bernoulli(0.2)·Gaussian) and two structured ones (ReLU masks, "
+                     "orthogonal × random diagonal), at two sizes n",
+    negative_control="bug: σ_k/σ_1 read off the SVD of the (renormalised) explicit product instead of the Benettin "
+                     "recursion: the ratios saturate at the float64 floor (~1e−16) and the decay seems to stop",
+    positive_control="products of diagonal layers with log|d_k| = −0.05(k−1) + 0.1·N(0, 1): exactly exponential "
+                     "separation, rates 0.05(k−1)",
+)
+def general_centralization(ctx, planted, positive=False):
+    st = nets.rd_settings(ctx.quick)["cent"]
+    cp = np.asarray(st["checkpoints"])
+    laws = list(rm.IID_LAWS) + ["relu", "orthogonal_diag"]
+    if positive:
+        rng = ctx.rng("diagonal")
+        d = {f"sums_{n}_diagonal": _diagonal_products(n, cp, st["trials"], rng) for n in st["ns"]}
+        laws = ["diagonal"]
+    else:
+        d = rm.centralization_data(st["ns"], cp, laws, st["trials"], seed=ctx.seed, explicit=planted)
+    miss, per = 0.0, {}
+    for n in st["ns"]:
+        for law in laws:
+            f = _decay_fit(d[f"sums_{n}_{law}"], cp)
+            miss = max(miss, f["miss"])
+            ks = sorted(f["rates"])
+            show = sorted(set(ks[:1] + ks[len(ks) // 2:len(ks) // 2 + 1] + ks[-1:]))
+            per[f"{law}, n={n}"] = {"exponential": bool(f["miss"] <= 1), "miss": _fmt(f["miss"], 3),
+                                    "μ_k (k=" + ", ".join(map(str, show)) + ")": [_fmt(f["rates"][k], 5) for k in show],
+                                    "min z": _fmt(min(f["z"].values()), 1) if f["z"] else None,
+                                    "k collapsed exactly (σ_k = 0)": f["collapsed"],
+                                    "trials with σ_1 = 0 at L_max (product annihilated)": f["annihilated trials"]}
+    finding, details = None, {"per law and size": per, "ns": st["ns"], "depths": f"{cp[0]}..{cp[-1]}",
+                              "trials": st["trials"], "sparse p": rm.SPARSE_P}
+    if not (planted or positive):  # the counterexample (deterministic: 2 trials suffice)
+        o = rm.centralization_data(st["ns"], cp, ["orthogonal"], 2, seed=ctx.seed)
+        dev = max(float(np.max(np.abs(o[f"sums_{n}_orthogonal"] - o[f"sums_{n}_orthogonal"][:, :, :1])))
+                  for n in st["ns"])
+        details["counterexample to Thm 4 as stated: Haar orthogonal, max |log σ_k/σ_1| over k, L, trials"] = dev
+        finding = (f"Thm 4 as stated has a counterexample (erratum): Haar-orthogonal layers satisfy its hypotheses "
+                   f"but max |log σ_k/σ_1| = {dev:.1e} over every k ≥ 2, depth ≤ {cp[-1]} and trial (n = "
+                   f"{', '.join(map(str, st['ns']))}): no decay at all. The corrected form (a non-degenerate law) "
+                   f"{'holds' if miss <= 1 else 'does NOT hold'} on the other {len(laws)} laws, worst miss "
+                   f"{miss:.3g}.")
+    return Result(measured={k: v["exponential"] for k, v in per.items()}, expected="all True",
+                  holds=bool(miss <= 1), miss=float(miss), finding=finding, details=details)
+
+
+# ----------------------------------------------------------------------------- Fig 1 d–f
+
+def _exponential_test(L, m, n):
+    """RD Fig 1's 'exponential law' on a mean rank curve m(L): the local decay rate −Δ log m/ΔL over L 10→25
+    and over 25→50 (log m interpolated on every integer depth) must agree within 25 % and m(L_max)/n < ½.
+    Returns (ratio, fall, miss) with miss = max(|log ratio|/log 1.25, fall/0.5); a flat curve has ratio 1."""
+    use = m > 0
+    grid = np.arange(1.0, L[use].max() + 1)
+    y = np.interp(grid, L[use], np.log(m[use]))
+    lr = lambda a, b: float((np.interp(a, grid, y) - np.interp(b, grid, y)) / (b - a))  # noqa: E731
+    early, late = lr(10, 25), lr(25, 50)
+    if early == 0 and late == 0:
+        ratio = 1.0
+    else:
+        ratio = late / early if early > 0 and late > 0 else float("nan")
+    fall = float(m[-1] / n)
+    rmiss = abs(np.log(ratio)) / np.log(1.25) if np.isfinite(ratio) else float("inf")
+    return ratio, fall, float(max(rmiss, fall / 0.5)), (early, late)
+
+
+def _fit_forms(L, m):
+    """Least-squares fits of log m on every integer depth: exponential a − bL and power a − b log L (SSE each)."""
+    use = m > 0
+    grid = np.arange(1.0, L[use].max() + 1)
+    y = np.interp(grid, L[use], np.log(m[use]))
+    A, B = np.vstack([np.ones_like(grid), grid]).T, np.vstack([np.ones_like(grid), np.log(grid)]).T
+    ce, cpw = np.linalg.lstsq(A, y, rcond=None)[0], np.linalg.lstsq(B, y, rcond=None)[0]
+    return -ce[1], float(np.sum((A @ ce - y) ** 2)), -cpw[1], float(np.sum((B @ cpw - y) ** 2))
+
+
+@check(
+    "rd.mlp50_decay", equation="Fig 1 d–f, Thm 5", kind="sim",
+    tolerance="local decay rate per layer constant within 25% (L 10→25 vs 25→50) and rank(50) < n/2",
+    figures=("rd.fig1_mlp50",),
+    tolerance_reason="an exponential n·C^L has a constant decay rate −Δlog rank/ΔL; we compare the rate over L 10→25 "
+                     "with the rate over 25→50 (mean of three weight draws, both curves) and allow 25% (a power L^-b "
+                     "gives a ratio of 0.45). We also fit log rank = a − bL and a − b log L over every depth 1..50 "
+                     "(interpolated) and report which is closer, but that comparison flips with the seed at n = 200",
+    negative_control="bug: orthogonal initialisation (nn.init.orthogonal_) in place of the paper's Gaussian weights: "
+                     "a rank-preserving product, which must not be classified as an exponential fall",
+    positive_control="synthetic curves with the measured endpoints rank(1), rank(50): n·C^L must be classified "
+                     "exponential and a power law a·L^−b must not",
+)
+def mlp50_decay(ctx, planted, positive=False):
+    st = nets.rd_settings(ctx.quick)["mlp"]
+    if planted:  # the control is cheap: the same measurement and comparison at the quick size
+        st = nets.rd_settings(True)["mlp"]
+    d = nets.mlp50_decay(st["n"], st["depth"], st["draws"], st["samples"], st["depths"], orthogonal=planted,
+                         seed=ctx.seed)
+    L, n = np.asarray(d["depths"], dtype=float), st["n"]
+    if positive:
+        m = np.asarray(d["jac_rank"], dtype=float).mean(0)
+        m1, mL = m[0], m[-1]
+        curves = {"exponential": np.round(m1 * (mL / m1) ** ((L - 1) / (L[-1] - 1))),
+                  "power": np.round(m1 * L ** (np.log(mL / m1) / np.log(L[-1])))}
+        res = {k: _exponential_test(L, c, n) for k, c in curves.items()}
+        miss = max(res["exponential"][2], 1 / res["power"][2])
+        return Result(measured={k: _fmt(v[0], 3) for k, v in res.items()},
+                      expected="exponential: ratio within 1 ± 25 %; power: outside", holds=bool(miss <= 1), miss=miss,
+                      details={k: {"rate ratio": _fmt(v[0], 3), "fall": _fmt(v[1], 3), "exponential-test miss":
+                                   _fmt(v[2], 3)} for k, v in res.items()})
+    miss, fits = 0.0, {}
+    for key in ("jac_rank", "feat_dim"):
+        m = np.asarray(d[key], dtype=float).mean(0)
+        ratio, fall, mk, (early, late) = _exponential_test(L, m, n)
+        miss = max(miss, mk)
+        be, se, bp, sp = _fit_forms(L, m)
+        pred = R.psi_law_rank(n, L, d["eps"] if key == "jac_rank" else np.sqrt(d["eps"]))
+        fits[key] = {"rank at L=1, 10, 50 (mean of draws)": [_fmt(m[list(L).index(v)], 1) for v in (1, 10, 50) if v in L],
+                     "ψ-law prediction at L=1, 10, 50": [int(pred[list(L).index(v)]) for v in (1, 10, 50) if v in L],
+                     "max |measured − ψ-law| / ψ-law": _fmt(np.max(np.abs(m - pred) / pred), 3),
+                     "exponential fit: rate per layer, SSE(log)": [_fmt(be, 4), _fmt(se, 4)],
+                     "power fit: exponent, SSE(log)": [_fmt(bp, 3), _fmt(sp, 4)],
+                     "better fit": "exponential" if se < sp else "power law",
+                     "local decay rate per layer, L 10→25 vs 25→50": [_fmt(early, 4), _fmt(late, 4)],
+                     "late/early rate ratio (exponential 1, L^-b 0.45)": _fmt(ratio, 3),
+                     "rank(L_max)/n": _fmt(fall, 3), "miss": _fmt(mk, 3)}
+    grid = np.arange(1.0, L.max() + 1)
+    psi = R.psi_law_rank(n, grid, d["eps"]).astype(float)
+    pr = _exponential_test(grid, psi, n)[0]
+    fits["ψ-law Jacobian curve: late/early rate ratio"] = _fmt(pr, 3)
+    finding = None
+    if miss > 1 and not planted:
+        fj, ff = fits["jac_rank"], fits["feat_dim"]
+        finding = (f"MLP-{st['depth']} of width {n}: the fall is not exponential. The decay rate per layer drops from "
+                   f"L 10→25 to 25→50 by a factor {fj['late/early rate ratio (exponential 1, L^-b 0.45)']} (Jacobian "
+                   f"rank, {fj['local decay rate per layer, L 10→25 vs 25→50']}) and "
+                   f"{ff['late/early rate ratio (exponential 1, L^-b 0.45)']} (feature dimension, "
+                   f"{ff['local decay rate per layer, L 10→25 vs 25→50']}), where an exponential keeps it at 1 and a "
+                   f"power of L gives 0.45: the curves lie between the two forms (least squares: Jacobian "
+                   f"{fj['better fit']}, features {ff['better fit']}). The ψ-law rank curve itself (same ε) has rate "
+                   f"ratio {fits['ψ-law Jacobian curve: late/early rate ratio']}: with ε fixed, Rank_ε ≈ "
+                   "#{k : ψ((n−k+1)/2) − ψ(n/2) ≥ 2 log ε / L} ≈ n(1 − ε^(2/L)) → 2n|log ε|/L, a power of L once "
+                   "L ≫ 2|log ε|: Thm 5's exponential is in σ_k/σ_1, not in the rank at a fixed tolerance. Measured "
+                   f"at L = 1, 10, 50: Jacobian {fj['rank at L=1, 10, 50 (mean of draws)']} vs ψ-law "
+                   f"{fj['ψ-law prediction at L=1, 10, 50']}; the asymptotic law drops the O(1) offsets of log σ_k "
+                   f"(at L = 1 it puts σ_n/σ_1 at {np.exp(R.lyapunov_law(n)[-1] - R.lyapunov_law(n)[0]):.3g}, while a "
+                   f"square Gaussian matrix has σ_n/σ_1 ≈ 1/(2n) = {1 / (2 * n):.2g}). The positive control shows the "
+                   "test classifies a synthetic exponential with the same endpoints as exponential.")
+    return Result(measured={k: fits[k]["late/early rate ratio (exponential 1, L^-b 0.45)"] for k in ("jac_rank", "feat_dim")},
+                  expected="rate ratio 1 ± 25 %, rank(50)/n < ½", holds=bool(miss <= 1), miss=float(miss),
+                  finding=finding,
+                  details={"fits": fits, "n": n, "depths": [int(v) for v in L], "draws": st["draws"],
+                           "inputs": st["samples"], "weights": "orthogonal (control)" if planted else "N(0, 1/n), float32",
+                           "stop rule (max|J| < 1.19e-7) triggered at": [int(v) if v <= st["depth"] else None for v in d["stop"]]})
