@@ -198,8 +198,9 @@ def test_sync_tree_copies_the_project_and_leaves_the_source_alone(tmp_path):
 
 def test_numba_cache_copy_drops_the_kernels_that_could_be_stale(tmp_path):
     work = tmp_path / "work"
-    files = {"theory_0123/covlasso._homotopy-139.py311.nbi", "theory_0123/covlasso._homotopy-139.py311.1.nbc",
-             "sims_4567/random_matrix._layer-73.py311.nbi"}
+    homotopy = {"theory_0123/_homotopy._homotopy-139.py311.nbi", "theory_0123/_homotopy._homotopy-139.py311.1.nbc"}
+    layer, mp = "sims_4567/random_matrix._layer-73.py311.nbi", "sims_4567/marchenko_pastur._ranks-40.py311.nbi"
+    files = homotopy | {layer, mp}
     for f in files:
         (work / "numba" / f).parent.mkdir(parents=True, exist_ok=True)
         (work / "numba" / f).write_text("x")
@@ -209,9 +210,11 @@ def test_numba_cache_copy_drops_the_kernels_that_could_be_stale(tmp_path):
         d = run._numba_dir(work, ROOT, m)
         return {p.relative_to(d).as_posix() for p in d.rglob("*.nb*")}
 
-    assert left("theory/covlasso.py", "_homotopy") == {"sims_4567/random_matrix._layer-73.py311.nbi"}
-    assert left("theory/rank.py", "pca_dim") == files          # a plain function: no kernel can see it
-    assert left("theory/validate.py", "") == set()             # module level: every importer's kernels go
+    assert left("theory/_homotopy.py", "_homotopy") == {layer, mp}   # a kernel's module: its importers' go too
+    assert left("theory/rank.py", "pca_dim") == files               # a plain function: no kernel can see it
+    # module level: the kernels of every importer go (marchenko_pastur imports theory.validate; the
+    # homotopy and random_matrix kernels do not import it, so they cannot have frozen its constants)
+    assert left("theory/validate.py", "") == homotopy | {layer}
     assert all((work / "numba" / f).exists() for f in files)   # the warm cache itself is untouched
 
 

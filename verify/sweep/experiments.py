@@ -188,7 +188,8 @@ def _multiview(params: dict, seed: int) -> dict:
 
 
 # the distributions of sims.random_matrix.DISTS (a test keeps the two lists equal)
-LAYER_DISTS = ("gaussian", "relu", "orthogonal_diag", "heavy_tailed", "orthogonal")
+LAYER_DISTS = ("gaussian", "rademacher", "uniform", "heavy_tailed", "cauchy", "sparse", "relu", "orthogonal_diag",
+               "orthogonal")
 FLOOR_RESULTS = ("rank", "mean_relative_floor", "median_relative_floor", "min_relative_floor",
                  "max_relative_floor", "sem_relative_floor", "mean_floor", "mean_cov_diag", "frac_zero_floor",
                  "theory_mean_relative_floor")
