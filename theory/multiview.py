@@ -147,22 +147,72 @@ def linear_error(P: int, s: float, k: int, sigma_zeta: float, iota: float = 0.0,
     return float(total @ err)
 
 
-def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, lucky: float,
-                 noise_norm: float, sigma0: float, eta: float, c0: float = 0.05) -> list[dict]:
-    """The paper's conditions (FG B.3) next to our values, one row per parameter: which condition it follows."""
+def paper_regime(d: int, s: float) -> dict:
+    """The data parameters the paper's assumptions fix at this d (FG B.3, constants set to 1): the feature-noise
+    coefficient α′ ∈ [ι_lower, ι_upper] with ι_lower = 1/log⁴ d (item 8's lower edge) and s·ι_upper = 1/log d
+    (item 8's upper edge), and the hard sample's big-noise norm ‖ζ*‖ = σ_ζ*√d = log d: the smallest polylog that
+    exceeds the initial threshold √(c_b log d) for c_b ≤ log d, so that untrained neurons fire on ζ* (Lemma E.8,
+    Eq 117: ⟨w⁽⁰⁾, ζ*⟩ ≥ Ω(σ₀ σ_ζ* √d) ≥ Ω(σ₀ polylog d) ≥ Ω(σ₀ √log d)).
+
+    Item 12 (garbled: "σ_ζ* ∈ [ω(polylog d), O(1/polylog d)]") read as σ_ζ*√d ∈ [ω(polylog d), O(√d/polylog d)];
+    that window is empty at d ≤ 10⁴ (log d > √d / log d), so only its lower edge, the one Lemma E.8 uses, is kept.
+    """
+    if d < 3:
+        raise ValueError(f"d must be >= 3, got {d}")
+    check_positive(s, "s")
     L = math.log(d)
+    return {"iota_lower": 1.0 / L ** 4, "iota_upper": 1.0 / (s * L), "hard_noise_norm": L}
+
+
+def _row(name, value, condition, bound, inside):
+    return {"parameter": name, "value": value, "paper condition (B.3)": condition, "paper value at this d": bound,
+            "inside": inside}
+
+
+def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, lucky: float,
+                 noise_norm: float, sigma0: float, eta: float, c0: float = 0.05, *, c_b_coarse: float | None = None,
+                 c_b_fine: float | None = None, iota: float = 0.1, iota_lower: float | None = None,
+                 iota_upper: float | None = None, hard_noise_norm: float | None = None, steps: int | None = None,
+                 batch: int | None = None) -> list[dict]:
+    """The paper's conditions (FG B.3) next to our values, one row per parameter, and whether each value is inside
+    the paper's assumption (``inside``: True / False; 'n/a' where the paper fixes no number at finite d).
+
+    Constants hidden in O(·)/Θ(·) are set to 1 and polylog(d) read as log d; c_b given (or from m·Q = lucky)."""
+    L = math.log(d)
+    cbc = c_b_coarse if c_b_coarse is not None else c_b_for_lucky(m_coarse, lucky, d)
+    cbf = c_b_fine if c_b_fine is not None else c_b_for_lucky(m_fine, lucky, d)
     rows = [
-        ("d", d, "sufficiently large (B.3 item 1)", "hundreds: what trains in seconds on 2 cores"),
-        ("k", k, "polylog(d) ≤ k ≤ d^0.4 (item 4)", f"d^0.4 = {d ** 0.4:.1f}"),
-        ("s", s, "s ≥ polylog(d), degree > 15 (item 10)", "3: polylog(d)^15 is astronomically large here"),
-        ("P", P, "P σ_ζ ≥ ω(polylog d), P ≤ poly(d) (item 13)", "16"),
-        ("sigma_zeta", noise_norm / math.sqrt(d), "σ_ζ = 1/(log^10 d √d) (item 11)",
-         f"noise norm σ_ζ√d = {noise_norm} instead of 1/log^10 d = {L ** -10:.1e}"),
-        ("m_coarse", m_coarse, "m = Θ(d^{2+2c0}) (Prop 1)", f"d^(2+2c0) = {paper_width(d, c0):.0f}; m·Q(τ) = lucky"),
-        ("m_fine", m_fine, "m = Θ(d^{1+2c0}) per subclass (Prop 2)", f"d^(1+2c0) = {paper_width(d, c0, True):.0f}"),
-        ("c_b_coarse", c_b_for_lucky(m_coarse, lucky, d), "4 + 2c0 (item 6)", f"paper {paper_c_b(c0):.2f}; ours from m·Q = {lucky}"),
-        ("c_b_fine", c_b_for_lucky(m_fine, lucky, d), "2 + 2c0 (item 6)", f"paper {paper_c_b(c0, True):.2f}"),
-        ("sigma0", sigma0, "σ0 ≤ O(1/(d³ s log d)) (item 14)", f"paper bound {1 / (d ** 3 * s * L):.1e}; only σ0 ≪ 1 matters with b ∝ σ0"),
-        ("eta", eta, "η = Θ(σ0) (item 14)", f"η/σ0 = {eta / sigma0:.1f}"),
+        _row("d", d, "sufficiently large (item 1)", "—", "n/a"),
+        _row("P", P, "P σ_ζ ≥ ω(polylog d), P ≤ poly(d) (item 13)", f"P σ_ζ = {P * noise_norm / math.sqrt(d):.2g} vs "
+             f"log d = {L:.2f}", P * noise_norm / math.sqrt(d) >= L),
+        _row("s", s, "s ≥ polylog(d), degree > 15 (item 10)", f"log^15 d = {L ** 15:.1e}", s >= L ** 15),
+        _row("k", k, "polylog(d) ≤ k ≤ d^0.4, s ≥ log^5 d·k (item 4)", f"[{L:.2f}, {d ** 0.4:.2f}]", L <= k <= d ** 0.4),
+        _row("m_coarse", m_coarse, "Θ(d^{2+2c0}) (Prop 1)", f"{paper_width(d, c0):.0f}", False),
+        _row("m_fine", m_fine, "Θ(d^{1+2c0}) per subclass (Prop 2)", f"{paper_width(d, c0, True):.0f}", False),
+        _row("c_b_coarse", round(cbc, 3), "4 + 2c0 (item 6); bias b⁽⁰⁾ = −σ0 √(c_b log d)",
+             f"{paper_c_b(c0):.2f}", abs(cbc - paper_c_b(c0)) < 1e-9),
+        _row("c_b_fine", round(cbf, 3), "2 + 2c0 (item 6)", f"{paper_c_b(c0, True):.2f}",
+             abs(cbf - paper_c_b(c0, True)) < 1e-9),
+        _row("bias b⁽⁰⁾ (coarse)", round(-sigma0 * bias_threshold(cbc, d), 5), "−σ0 √(c_b log d)",
+             f"{-sigma0 * bias_threshold(paper_c_b(c0), d):.4f}", abs(cbc - paper_c_b(c0)) < 1e-9),
+        _row("sigma0", sigma0, "σ0 ≤ O(1/(d³ s log d)) (item 14)", f"{1 / (d ** 3 * s * L):.1e}",
+             sigma0 <= 1 / (d ** 3 * s * L)),
+        _row("eta", eta, "η = Θ(σ0) (item 14)", f"η/σ0 = {eta / sigma0:.2g}", 0.1 <= eta / sigma0 <= 10),
+        _row("iota", iota, "0 ≤ ι ≤ 1/polylog(d) (item 7)", f"{1 / L:.3f}", iota <= 1 / L),
+        _row("noise norm σ_ζ√d", noise_norm, "σ_ζ = 1/(log^10 d √d) (item 11)", f"{L ** -10:.1e}",
+             noise_norm <= 1.5 * L ** -10),
     ]
-    return [{"parameter": a, "value": b, "paper condition": c, "note": e} for a, b, c, e in rows]
+    if iota_lower is not None and iota_upper is not None:
+        rows.append(_row("α′ lower ι_lower", iota_lower, "ι_lower ≥ 1/log⁴ d (item 8)", f"{L ** -4:.4f}",
+                         iota_lower >= L ** -4 * (1 - 1e-9)))
+        rows.append(_row("α′ upper: s·ι_upper", round(s * iota_upper, 4), "s·ι_upper ≤ O(1/log d) (item 8)",
+                         f"{1 / L:.3f}", s * iota_upper <= (1 + 1e-9) / L))
+    if hard_noise_norm is not None:
+        rows.append(_row("big noise σ_ζ*√d", hard_noise_norm, "σ_ζ*√d ≥ ω(polylog d) (item 12, Eq 117)",
+                         f"log d = {L:.2f}", hard_noise_norm >= L * (1 - 1e-9)))
+    if steps is not None:
+        rows.append(_row("steps", steps, "T ≤ poly(d) (Thm 5.1, 5.2)", "—", "n/a"))
+    if batch is not None:
+        rows.append(_row("batch N", batch, "N ∈ (Ω(polylog(d) k d), poly(d)) (item 15)", f"k d log d = {k * d * L:.0f}",
+                         batch >= k * d * L))
+    return rows

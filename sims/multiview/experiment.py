@@ -211,25 +211,13 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
     from sims.cache import cached
 
     cfg = validate_config(config)
-    params = {"version": 4, "config": cfg, "device": str(device)}
+    params = {"version": 5, "config": cfg, "device": str(device)}
     res = cached("fg_experiment", params,
                  lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
     return json.loads(res["json"])
 
 
-QUICK_BASE = {"d": 64, "m_coarse": 400, "m_fine": 50, "lucky": 4.0, "steps": 120, "n_test": 128, "eval_every": 20}
-
-
-def sweep_settings(quick: bool) -> dict:
-    """The sweep the fg checks and figures share (same configs → same cache entries).
-
-    quick: d = 64, half the width (m = 400 / 50, 4 lucky neurons per feature), 120 steps, k ∈ {2, 8},
-    d ∈ {64, 128}, seed 0; full: the documented regime, k ∈ {2, 4, 8} at d = 100 and d ∈ {100, 200, 400} at k = 8,
-    seeds 0 and 1 (the sweep's numbers are means over seeds; the single-run checks use seed 0).
-    """
-    if quick:
-        return {"base_config": dict(QUICK_BASE), "ks": (2, 8), "ds": (64, 128), "seeds": (0,)}
-    return {"base_config": {}, "ks": (2, 4, 8), "ds": (100, 200, 400), "seeds": (0, 1)}
+from sims.multiview.regimes import QUICK_BASE, sweep_settings  # noqa: E402,F401  (the shared sweep's settings)
 
 
 def sweep_points(base_config: dict, ks, ds, seeds) -> list[dict]:
@@ -254,12 +242,16 @@ def sweep_points(base_config: dict, ks, ds, seeds) -> list[dict]:
 
 
 def granularity_sweep(base_config: dict, ks, ds, seeds, runner=None, device="cpu", cache: bool = True,
-                      progress: bool = False) -> dict:
+                      progress: bool = False, horizons=None) -> dict:
     """Hard-sample gap (coarse − fine hard error) vs k at the base d, and vs d at the largest k.
 
     ``runner(list_of_point_configs) -> list of result dicts`` (as returned by :func:`run_experiment`) routes the
-    points elsewhere (the sweep runner); by default a plain loop (cached on disk when ``cache``).
+    points elsewhere (the sweep runner); by default a plain loop (cached on disk when ``cache``). ``horizons``:
+    evaluation steps at which each row also carries its numbers (``row["at"][t]``, see
+    :func:`sims.multiview.regimes.at_horizon`).
     """
+    from sims.multiview.regimes import at_horizon
+
     from tqdm import tqdm
 
     pts = sweep_points(base_config, ks, ds, seeds)
@@ -283,10 +275,12 @@ def granularity_sweep(base_config: dict, ks, ds, seeds, runner=None, device="cpu
                      "coarse_response_common_all": s["coarse_response_common_all"],
                      "coarse_response_sub_all": s["coarse_response_sub_all"],
                      "coarse_margin_easy": s["coarse_margin_easy"], "coarse_train_loss": s["coarse_train_loss"]})
+        if horizons:
+            rows[-1]["at"] = {int(t): at_horizon(r, int(t)) for t in horizons}
     base = validate_config(base_config)
 
     def mean_over(sel):
-        keys = [k for k in rows[0] if k not in ("k", "d", "seed")]
+        keys = [k for k in rows[0] if k not in ("k", "d", "seed", "at")]
         return {k: sum(r[k] for r in sel) / len(sel) for k in keys}
 
     by_k = {int(k): mean_over([r for r in rows if r["k"] == k and r["d"] == base["d"]]) for k in ks}

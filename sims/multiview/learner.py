@@ -21,6 +21,8 @@ import math
 
 import torch
 
+from theory.multiview import bias_threshold
+
 
 class TwoLayerReLU:
     """Weights ``W`` (C, m, d) and biases ``b`` (C, m) of FG Eq 14 (a = 1 frozen), on ``device`` in ``dtype``."""
@@ -37,7 +39,7 @@ class TwoLayerReLU:
         self.sigma0, self.c_b = float(sigma0), float(c_b)
         self.log5 = math.log(d) ** 5
         self.W = sigma0 * torch.randn(self.C, self.m, self.d, generator=generator, device=device, dtype=dtype)
-        self.b = torch.full((self.C, self.m), -sigma0 * math.sqrt(c_b * math.log(d)), device=device, dtype=dtype)
+        self.b = torch.full((self.C, self.m), -sigma0 * bias_threshold(c_b, d), device=device, dtype=dtype)
 
     # ---- forward ----
     def preactivations(self, X: torch.Tensor) -> torch.Tensor:

@@ -67,6 +67,9 @@ def train(data: DataModel, *, labels: str, m: int, c_b: float, sigma0: float, et
           progress: bool = False, n_patch: int = 256, threads: int | None = 1) -> dict:
     """Train one network with ``labels`` in {'coarse', 'fine'} and return its curves (plain lists/floats).
 
+    The curves are read every ``eval_every`` steps (and at ``steps``); their ``train_loss`` is the mean batch
+    loss over the steps since the previous reading, so a claim can be judged at any of these horizons.
+
     ``threads``: torch intra-op threads while training on CPU (None: leave torch's setting alone).
     """
     if torch.device(device).type != "cpu":
@@ -116,8 +119,11 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
     bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step", disable=None if progress else True,
                leave=False)
     loss = None  # no batch seen before step 0
+    loss_sum, loss_n = 0.0, 0  # batch losses since the last evaluation: the curve's train loss is their mean
     for t in bar:
         if t % eval_every == 0 or t == steps:
+            loss = loss_sum / loss_n if loss_n else None
+            loss_sum, loss_n = 0.0, 0
             e, fe = evaluate(test_easy)
             h, fh = evaluate(test_hard)
             gc, gs = growth()
@@ -129,6 +135,7 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
         b = data.sample(batch, hard=False, train=True, generator=generator, device=device, dtype=dtype)
         y = b.y_coarse if labels == "coarse" else b.y_fine
         loss = net.step(b.X, y, eta)
+        loss_sum, loss_n = loss_sum + loss, loss_n + 1
         if not math.isfinite(loss):
             raise FloatingPointError(f"{labels} training diverged at step {t} (loss {loss}); lower eta")
     bar.close()
