@@ -146,6 +146,20 @@ def write_json(path: Path, outcomes: list[Outcome], meta: dict) -> None:
     atomic_write_text(Path(path), json.dumps(to_jsonable(payload), indent=2))
 
 
+def _is_table(v) -> bool:
+    """A non-empty list of dicts with the same keys (rendered as a table; e.g. a check's regime table)."""
+    return (isinstance(v, list) and bool(v) and all(isinstance(r, dict) for r in v)
+            and all(list(r) == list(v[0]) for r in v))
+
+
+def _md_table(rows: list[dict], indent: str = "") -> list[str]:
+    cols = list(rows[0])
+    out = [indent + "| " + " | ".join(_cell(c) for c in cols) + " |", indent + "|" + "---|" * len(cols)]
+    out += [indent + "| " + " | ".join(_cell(fmt(r[c]) if not isinstance(r[c], str) else r[c]) for c in cols) + " |"
+            for r in rows]
+    return out
+
+
 def _md_details(d: dict, depth: int = 0) -> list[str]:
     lines = []
     for k, v in d.items():
@@ -154,6 +168,8 @@ def _md_details(d: dict, depth: int = 0) -> list[str]:
         if isinstance(v, dict):
             lines.append("  " * depth + f"- {k}:")
             lines += _md_details(v, depth + 1)
+        elif str(k).startswith("regime") and _is_table(v):
+            lines += ["  " * depth + f"- {k}:", ""] + _md_table(v, "  " * (depth + 1)) + [""]
         else:
             lines.append("  " * depth + f"- {k}: {fmt(v) if not isinstance(v, str) else v}")
     return lines

@@ -10,8 +10,8 @@ run; docs/fg.md lists each one beside its bound.
   batch: departures from B.3 that the sizes force, stated in ``regime_table``).
 * ``tuned``: the earlier regime, α′ ∈ [0.25, 0.5] (≈ 7× the bound at d = 100), ‖ζ*‖ = 2.0 (below log d).
 
-Horizons (steps at which every training claim is read, one run per point): full (50, 250, 1000), quick
-(25, 125, 500): 20× from the first to the last.
+Horizons (steps at which every training claim is read, one run per point): full (25, 125, 500), quick
+(10, 50, 200): 20× from the first to the last.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from theory.multiview import paper_regime
 REGIMES = ("paper", "tuned")
 HEADLINE = "paper"
 QUICK_BASE = {"d": 64, "m_coarse": 400, "m_fine": 50, "lucky": 4.0, "n_test": 128}
-HORIZONS = {False: (50, 250, 1000), True: (25, 125, 500)}
+HORIZONS = {False: (25, 125, 500), True: (10, 50, 200)}
 STEPS_PER_D = 1.5  # T(d) = 1.5 d steps in the d-scaling sweep (150 steps at d = 100, the earlier fixed horizon)
 
 
@@ -41,7 +41,7 @@ def sweep_settings(quick: bool, regime: str = HEADLINE) -> dict:
     base = dict(QUICK_BASE) if quick else {}
     d = base.get("d", 100)
     hz = HORIZONS[quick]
-    base.update(regime_config(regime, d), steps=hz[-1], eval_every=25)
+    base.update(regime_config(regime, d), steps=hz[-1], eval_every=hz[0] if quick else 25)
     ks = (2, 4, 8) if (regime == HEADLINE and not quick) else (2, 8)
     return {"base_config": base, "ks": ks, "ds": (d,), "horizons": hz, "regime": regime, "seeds": (0,)}
 
