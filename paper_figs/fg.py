@@ -55,6 +55,7 @@ def curves_figure(r: dict):
         for h in marks:
             ax.axvline(h, color="0.5", ls=":", lw=1)
         ax.set_xscale("log")
+        ax.minorticks_off()
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig

@@ -140,8 +140,7 @@ def sgd_update(ctx, planted):
                         "√(m q (1 − q) / d); 5 standard errors over 8 comparisons. O(1/log⁵ d) with constant 2 c_b: the "
                         "threshold gap alone costs c_b/log⁵ d (Q(τ₊)/Q(τ₋) ≈ e^{−c_b/log⁵ d}), the factor 2 leaves room "
                         "for the exclusivity term",
-       negative_control="E|S*(v)| = m Q(τ₊) without the exclusivity factor (1 − Q(τ₋))^{d−1}, and Prop 1 read with "
-                        "the fine constant c_b = 2 + 2c₀ (Prop 2's threshold with Prop 1's exclusivity over all d features)")
+       negative_control="E|S*(v)| = m Q(τ₊) without the exclusivity factor (1 − Q(τ₋))^{d−1}")
 @_one_thread
 def init_geometry(ctx, planted):
     """Sizes of the lucky-neuron sets S(v), S*(v) at initialisation vs the Gaussian-tail prediction."""
@@ -183,7 +182,7 @@ def init_geometry(ctx, planted):
         cases.append(row)
     # Prop 1 item 2 (the real content): |S*|/|S| = 1 − O(1/log⁵ d) at the paper's (m, c_b) — the ratio of the
     # expectations above, whose formula the simulation just tested, over d far beyond what can be sampled
-    c_b1 = mv.paper_c_b(c0, fine=planted)
+    c_b1 = mv.paper_c_b(c0)
     prop1, worst_p = [], 0.0
     for d in (10 ** 2, 10 ** 3, 10 ** 4, 10 ** 5):
         p = mv.lucky_set_sizes(1, d, c_b1)
