@@ -4,12 +4,13 @@
 dict (or TOML table) whose keys are those of :data:`DEFAULTS` (unknown key → ValueError). ``granularity_sweep``
 loops over (k, d, seed) points; ``cached_experiment`` caches one experiment on disk keyed by its config.
 
-The regime (why these defaults; the paper's conditions are in ``theory.multiview.regime_table``):
-d = 100 (sweep 100/200/400), P = 16, s = 3, k = 8 subclasses per superclass, m = 800 neurons per superclass
-(coarse) and 100 per subclass (fine: the same total width), the bias threshold τ = √(c_b log d) chosen so that
-m·Q(τ) = 8 lucky neurons per feature (c_b ≈ 1.17 coarse, 0.43 fine at d = 100: the paper's free pair
-m = Θ(d^{2+2c₀}), c_b = 4+2c₀ reduced to a width that trains here), noise norm 0.5, hard-sample noise norm 2.0,
-σ₀ = 0.01, η = 0.02 (η = Θ(σ₀)), 150 SGD steps of batch 32, float32.
+The defaults are the *tuned* regime (α′ ∈ [0.25, 0.5], ‖ζ*‖ = 2.0; docs/fg.md); the paper-faithful regime that
+the fg checks report as their headline, the horizons and the d-scaling sweep are in :mod:`sims.multiview.regimes`
+(the paper's conditions beside our values: ``theory.multiview.regime_table``). Both share d = 100, P = 16, s = 3,
+k = 8, m = 800 per superclass (coarse) and 100 per subclass (fine: the same total width), the bias threshold
+τ = √(c_b log d) with m·Q(τ) = 8 lucky neurons per feature (c_b ≈ 1.17 coarse, 0.43 fine at d = 100: the paper's
+pair m = Θ(d^{2+2c₀}), c_b = 4+2c₀ reduced to a width that trains here), noise norm 0.5, σ₀ = 0.01, η = 0.02
+(η = Θ(σ₀)), batch 32, float32.
 """
 from __future__ import annotations
 
