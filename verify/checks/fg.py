@@ -365,4 +365,6 @@ def granularity_sweep_check(ctx, planted, positive=False):
     r = _training_result(sw, misses, numbers, "gap grows with k (≥ 0.08 from k_min to k_max) at every t; ≥ 0.1 at "
                          "every d", "the granularity gap (Thm 5.1 vs 5.2)")
     r.details["gap vs d (paper regime, T = 1.5 d)"] = {d: round(v, 3) for d, v in gd.items()}
+    if r.finding:
+        r.finding += "; gap vs d at T = 1.5 d: " + ", ".join(f"{v:.3f} (d = {d})" for d, v in gd.items())
     return r
