@@ -55,7 +55,8 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
     for (tag, p), res in zip(plan, results):
         if tag == "scaling":
             sw["scaling"].append({"d": int(p["d"]), "steps": int(p["steps"]), "summary": res["summary"],
-                                  "final": at_horizon(res, int(p["steps"]))})
+                                  "final": at_horizon(res, int(p["steps"])), "config": res["config"],
+                                  "c_b": res["c_b"]})
     return sw
 
 
@@ -332,7 +333,8 @@ def _activation_scale(ctx, planted, positive):
                            "all-neuron common response vs d": level_all,
                            "all-neuron subclass response vs d": [e["summary"]["coarse_response_sub_all"] for e in sc],
                            "easy-sample margin vs d": margin, "log d": [math.log(d) for d in ds],
-                           "coarse train loss vs d": loss})
+                           "coarse train loss vs d": loss,
+                           f"regime paper (d-scaling, d = {ds[-1]})": regime_rows(sc[-1]["config"], sc[-1]["c_b"])})
 
 
 # ---------------------------------------------------------------------------------------------------------------
