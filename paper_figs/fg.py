@@ -111,24 +111,30 @@ def growth_figure(r: dict, sw: dict | None = None):
 
 
 @figure("fg.hard_gap_vs_k", answers="FG Thm 5.1 vs 5.2",
-        caption="Hard-sample test error of coarse and fine training and their gap vs k at the base d (left) and vs d "
-                "at the largest k (right).",
+        caption="Paper-faithful regime, seed 0. Left: hard-sample error of coarse training (red) and fine training "
+                "(blue) vs k at d = 100 (quick 64), one line per horizon (lighter = earlier). Right: the same vs d at "
+                "k = 8, trained T = 1.5 d steps (the d-scaling sweep).",
         checks=("fg.granularity_sweep",))
 def draw_gap(quick: bool):
     import matplotlib.pyplot as plt
 
+    from sims.multiview.regimes import at_horizon, scaling_configs
+
     s = _settings(quick)
-    sw = granularity_sweep(s["base_config"], s["ks"], s["ds"], s["seeds"])
+    runs = {k: cached_experiment({**s["base_config"], "k": k, "seed": 0}) for k in s["ks"]}
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, xs, xlabel in ((a, "by_k", sw["ks"], "subclasses per superclass k"),
-                                (b, "by_d", sw["ds"], "dimension d")):
-        tab = sw[key]
-        if len(xs) < 2:
-            ax.set_visible(False)
-            continue
-        ax.plot(xs, [tab[x]["coarse_hard_err"] for x in xs], "o-", color="C3", label="coarse training: hard error")
-        ax.plot(xs, [tab[x]["fine_hard_err"] for x in xs], "s-", color="C0", label="fine training: hard error")
-        ax.plot(xs, [tab[x]["hard_gap"] for x in xs], "^--", color="k", label="gap (coarse − fine)")
+    ks = list(s["ks"])
+    for i, t in enumerate(s["horizons"]):
+        alpha = 0.35 + 0.65 * i / max(len(s["horizons"]) - 1, 1)
+        at = [at_horizon(runs[k], t) for k in ks]
+        a.plot(ks, [x["coarse"]["hard_err"] for x in at], "o-", color="C3", alpha=alpha, label=f"coarse, t = {t}")
+        a.plot(ks, [x["fine"]["hard_err"] for x in at], "s--", color="C0", alpha=alpha, label=f"fine, t = {t}")
+    sc = [cached_experiment({**c, "seed": 0}) for c in scaling_configs(quick)]
+    ds = [r["config"]["d"] for r in sc]
+    b.plot(ds, [r["summary"]["coarse_hard_err"] for r in sc], "o-", color="C3", label="coarse training")
+    b.plot(ds, [r["summary"]["fine_hard_err"] for r in sc], "s-", color="C0", label="fine training")
+    b.plot(ds, [r["summary"]["hard_gap"] for r in sc], "^--", color="k", label="gap (coarse − fine)")
+    for ax, xs, xlabel in ((a, ks, "subclasses per superclass k"), (b, ds, "dimension d (T = 1.5 d steps)")):
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [str(x) for x in xs])
         ax.minorticks_off()
@@ -136,8 +142,8 @@ def draw_gap(quick: bool):
         ax.set_ylabel("coarse-task error on hard samples")
         ax.set_ylim(-0.05, 1)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    a.set_title("gap vs k")
-    b.set_title(f"gap vs d at k = {max(sw['ks'])}")
+        ax.legend(fontsize=7)
+    a.set_title("hard error vs k at three horizons")
+    b.set_title(f"hard error vs d at k = {max(ks)}")
     fig.tight_layout()
     return fig
