@@ -140,13 +140,16 @@ def _coarse_claim(train_loss, easy, hard) -> float:
 
 def _per_horizon(sw: dict, judge) -> tuple[dict, dict]:
     """``judge(regime_settings, t) -> (miss, numbers)`` at every horizon of every regime: (misses, numbers), each
-    ``{regime: {t: …}}``. The headline regime's worst horizon decides the status."""
+    ``{regime: {t: …}}``. The headline regime's worst horizon decides the status. A judge returns miss ``None``
+    for a horizon its claim does not speak about (before the theorem's T); that horizon is shown, not judged."""
     misses, numbers = {}, {}
     for r, st in sw["regimes"].items():
         misses[r], numbers[r] = {}, {}
         for t in st["horizons"]:
             m, nums = judge(st, t)
-            misses[r][t], numbers[r][t] = _finite(m), nums
+            numbers[r][t] = nums
+            if m is not None:
+                misses[r][t] = _finite(m)
     return misses, numbers
 
 
@@ -207,9 +210,11 @@ def coarse_training(ctx, planted, positive=False):
 
 
 @check("fg.fine_training", equation="Thm 5.2 / G.3", kind="sim",
-       tolerance="at every horizon: easy and hard coarse error (F̂ = max_c F_{y,c}) ≤ 0.05; fine-task error ≤ 0.1",
+       tolerance="easy and hard coarse error (F̂ = max_c F_{y,c}) ≤ 0.05 and fine-task error ≤ 0.1 at the last "
+                 "horizon T and at every earlier horizon whose fine train loss is already ≤ 0.05 (Thm G.3 speaks of "
+                 "t = T₀, when the margin is reached, and its Remark of every later t)",
        tolerance_reason="o(1) at one finite d: 0.05 = 6–13 of 128–256 test samples; the fine task has 2k classes, "
-                        "its error gets twice the room",
+                        "its error gets twice the room; T₀ read off the training loss with Thm 5.1's own 0.05",
        negative_control="the same easy/hard conditions applied to the coarse-trained network (its hard error is "
                         "Ω(1)); the coarse network has no fine task, so that condition is left out",
        positive_control="the same comparison on numbers built to satisfy Thm 5.2 (easy 0, hard 0.01, fine 0.02)",
@@ -224,15 +229,18 @@ def fine_training(ctx, planted, positive=False):
             a = {"easy_err": 0.0, "hard_err": 0.01, "fine_easy_err": 0.02}
         else:
             a = at["coarse" if planted else "fine"]
-        m = max(_le(a["easy_err"], 0.05), _le(a["hard_err"], 0.05))
         nums = {"easy": a["easy_err"], "hard": a["hard_err"]}
+        loss = at["coarse" if planted else "fine"]["train_loss"]
+        if t != st["horizons"][-1] and loss > COARSE_TOL["train_loss"] and not positive:
+            return None, {**nums, "judged": f"no: before T₀ (train loss {loss:.3f} > {COARSE_TOL['train_loss']})"}
+        m = max(_le(a["easy_err"], 0.05), _le(a["hard_err"], 0.05))
         if not planted:
             m = max(m, _le(a["fine_easy_err"], 0.1))
             nums["fine task"] = a["fine_easy_err"]
         return m, nums
 
     misses, numbers = _per_horizon(sw, judge)
-    return _training_result(sw, misses, numbers, "easy ≤ 0.05, hard ≤ 0.05, fine task ≤ 0.1 at every t (k = k_max)",
+    return _training_result(sw, misses, numbers, "easy ≤ 0.05, hard ≤ 0.05, fine task ≤ 0.1 from T₀ on (k = k_max)",
                             "Thm 5.2 (fine training: easy and hard error o(1))")
 
 
