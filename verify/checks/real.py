@@ -131,7 +131,9 @@ def _judge(rows: list) -> dict:
 
     meds = {k: med(k) for k in ("rel_err", "abs_err", "support", "acc", "ori_acc", "pos_acc", "ori_pos_acc")}
     def at_least(x, t):  # miss of "x ≥ t" in tolerance units: t/x, read at most 100 (x = 0 is a clear miss)
-        return t / max(x, t / 100) if np.isfinite(x) and np.isfinite(t) else float("inf")
+        if not (np.isfinite(x) and np.isfinite(t)):
+            return float("inf")
+        return 0.0 if t <= 0 else t / max(x, t / 100)  # t = 0: the original model never gets it right
 
     parts = {"rel_err": meds["rel_err"] / REL_ERR_MAX, "support": meds["support"] / SUPPORT_MAX,
              "acc": at_least(meds["acc"], ACC_RATIO * meds["ori_acc"]),
@@ -248,6 +250,8 @@ def _cls(pc, labels, planted, rng):
         against, thr = pc.y_full, CLS_THRESHOLD
     else:
         against, thr = labels, CLS_THRESHOLD * float(np.mean(pc.y_full == labels))
+        if thr <= 0:  # the full model is never right: ClsDim of the accuracy is undefined; use agreement
+            against, thr = pc.y_full, CLS_THRESHOLD
     if planted:
         against = rng.permutation(against)
     return A.cls_dim(pc, thr, against=against), thr
