@@ -180,3 +180,66 @@ def test_exact_solver_agrees_with_scikit_learn():
     rest = np.delete(np.arange(15), 2)
     m = Lasso(alpha=lam / (2 * X.shape[0]), fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X[:, rest], X[:, 2])
     np.testing.assert_allclose(th[rest], m.coef_, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ layer by layer
+class _Attn(torch.nn.Module):
+    """A block returning a tuple (out, weights), like torch.nn.MultiheadAttention."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x)
+
+
+class _Dicty(torch.nn.Module):
+    def forward(self, x):
+        return {"last_hidden_state": x * 2, "note": "not a tensor"}
+
+
+class _TokenNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, 8, 8, stride=8)
+        self.attn = _Attn()
+        self.dicty = _Dicty()
+        self.head = torch.nn.Linear(8, 6)
+
+    def forward(self, x):
+        t = self.embed(x).flatten(2).transpose(1, 2)  # (B, tokens, 8)
+        t = self.attn(t)[0]
+        t = self.dicty(t)["last_hidden_state"]
+        return self.head(t.mean(1))
+
+
+def test_capture_any_named_modules_tuple_and_dict_outputs_in_one_pass():
+    from sims.real.blocks import block_curves, block_features
+
+    torch.manual_seed(0)
+    net = _TokenNet()
+
+    class Spec:
+        module = net
+
+    def batches():
+        g = torch.Generator().manual_seed(1)
+        for b0 in range(0, 96, 32):
+            yield torch.randn(32, 3, 32, 32, generator=g), torch.arange(b0, b0 + 32) % 4
+
+    layers = {"embed": "embed", "attn": "attn", "dicty": "dicty", "features": "head:input"}
+    feats = block_features(Spec(), batches(), layers)
+    assert feats["embed"].shape == (96, 8) and feats["features"].shape == (96, 8)  # conv output pooled over space
+    assert feats["attn"].shape == (96, 8) and feats["dicty"].shape == (96, 8)  # tokens (B, 16, 8) averaged
+    np.testing.assert_allclose(feats["dicty"], 2 * feats["attn"], rtol=1e-5, atol=1e-6)
+    c = block_curves({k: feats[k] for k in ("logits", "embed", "features")}, ["embed", "features"],
+                     feats["source"])
+    assert c["width"].tolist() == [8, 8] and np.all(c["pca_dim"] <= 8) and np.all(np.isfinite(c["vci"]))
+
+
+def test_patch_budget():
+    from sims.real.blocks import choose_patch
+
+    dims = [401_408, 200_704] + [75_264] * 4 + [1280]
+    assert choose_patch(dims, "cuda") == 16 and choose_patch(dims, "cpu") < 16

@@ -169,7 +169,9 @@ def _as_rows(t, spec: str, pool: bool = False) -> np.ndarray:
     t = _first_tensor(t)
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"layer {spec!r}: produced a {type(t).__name__}, not a tensor")
-    if pool and t.dim() > 2:  # (B, C, H, W) → (B, C) by global average (tokens (B, T, C): pass pool=False)
+    if pool and t.dim() == 3:  # tokens (B, T, C) → (B, C): mean over the tokens
+        t = t.mean(dim=1)
+    elif pool and t.dim() > 3:  # (B, C, H, W) → (B, C): global average over space
         t = t.mean(dim=tuple(range(2, t.dim())))
     a = t.detach().float().reshape(t.shape[0], -1).cpu().numpy()
     if not np.isfinite(a).all():
@@ -191,7 +193,8 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
     [0, n_classes)), so ``theory.collapse.vci(result.classes[name])`` etc. work without keeping activations;
     otherwise :class:`ClassMoments` (any integer labels).
     ``progress``: tqdm bar (None: only on a terminal); ``total``: number of batches for the bar.
-    ``pool``: names whose activations (B, C, H, W) are averaged over space to (B, C) (per-block statistics).
+    ``pool``: names whose activations are averaged to (B, C) (per-block statistics): (B, C, H, W) over space,
+    token sequences (B, T, C) over the tokens.
     Blocks returning tuples or dicts contribute their first tensor.
     """
     import torch
