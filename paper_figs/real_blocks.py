@@ -14,7 +14,8 @@ from sims.real.blocks import real_block_curves, real_block_jacobian
 @figure("rd.real_block_curves", answers="RD Fig 3 / VC Fig 2 analogue",
         caption="Through EfficientNet-Lite0 block by block (spatially pooled outputs, one capture pass; 17 "
                 "photographs, not ImageNet): PCA dimension and ClsDim of a linear probe to the logits (RD), VCI and "
-                "the trace ratio tr(Σ_W)/tr(Σ_B)-type collapse metric (VC) with the source photograph as the class.",
+                "the older trace-ratio collapse metric (VC) with the source photograph as the class. ClsDim is missing "
+                "where the probe never reaches 95 % agreement with the full model (every block before the head).",
         checks=())  # drawn by `theorylab figs` only: its capture (~1–2 min) is outside the checks' budget
 def fig_block_curves(quick: bool):
     import matplotlib.pyplot as plt
