@@ -243,3 +243,18 @@ def test_patch_budget():
 
     dims = [401_408, 200_704] + [75_264] * 4 + [1280]
     assert choose_patch(dims, "cuda") == 16 and choose_patch(dims, "cpu") < 16
+
+
+@pytest.mark.cuda
+def test_capture_folder_on_cuda_matches_cpu(folders, tiny1k):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    spec, w = tiny1k
+    files = scan(folders["synset"])
+    with pytest.warns(UserWarning, match="broken"):
+        cpu = capture_folder(spec, files, batch_size=32, chunk=64, workers=1, progress=False)
+    g = user_model("tiny1k:make", w, input_size=32, device="cuda")
+    g.key += ":cuda"  # a separate cache entry
+    with pytest.warns(UserWarning, match="broken"):
+        gpu = capture_folder(g, files, batch_size=32, chunk=64, workers=1, device="cuda", progress=False)
+    np.testing.assert_allclose(gpu["logits"], cpu["logits"], rtol=1e-3, atol=1e-3)
