@@ -272,7 +272,8 @@ def dependency_text(i: int, theta, names=None, top: int = 4) -> str:
         return f"{nm(i)} ≈ 0 (no dependency)"
     terms = " ".join(("− " if t[j] < 0 else "+ ") + f"{abs(t[j]):.2f}·{nm(j)}" for j in js)
     more = np.count_nonzero(t) - len(js)
-    return f"{nm(i)} ≈ {terms.lstrip('+ ')}" + (f" (+ {more} more)" if more > 0 else "")
+    terms = terms[2:] if terms.startswith("+ ") else "−" + terms[2:]
+    return f"{nm(i)} ≈ {terms}" + (f" (+ {more} more)" if more > 0 else "")
 
 
 def grouped_halves(groups, rng) -> tuple[np.ndarray, np.ndarray]:
