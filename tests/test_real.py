@@ -222,10 +222,47 @@ def test_cls_dim_on_planted_low_dimensional_features():
 
 # ------------------------------------------------------------------------------------------------ checks
 @pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit"])
-def test_real_checks(cid):
+def test_real_checks(cid, monkeypatch):
+    """Without THEORYLAB_IMAGENET_VAL the checks are a demonstration on 17 photographs: reported, with numbers."""
+    monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)
     out = run_quick(cid)
-    assert out.status == "pass", (out.error, out.measured, out.details)
+    assert out.status == "reported", (out.error, out.measured, out.details)
+    assert "demonstration on 17 photographs" in (out.finding or "")
     assert out.negative_control_result == "failed as it should"
+    assert out.positive_control_result == "held as it should"
+    if cid != "rd.cls_dim":  # held out by photograph: the per-category rows say which photograph
+        rows = out.details["per category (Table 1 columns)"]
+        assert all(r["held-out photograph"] for r in rows.values()) and all("≈" in r["dependency"] for r in rows.values())
+
+
+@pytest.mark.slow
+def test_real_checks_are_judged_on_an_imagenet_folder(tmp_path, monkeypatch):
+    """With THEORYLAB_IMAGENET_VAL=DIR (a generated synset folder) the checks judge (never 'reported')."""
+    from PIL import Image
+
+    from sims.real.imagenet import synsets
+    from verify.checks import real as R
+
+    rng = np.random.default_rng(0)
+    ims = photographs()
+    for c, photo in ((285, "chelsea"), (967, "coffee"), (409, "clock"), (812, "rocket")):
+        d = tmp_path / "val" / synsets()[c]
+        d.mkdir(parents=True)
+        im = ims.images[ims.names.index(photo)]
+        h, w = im.shape[:2]
+        for k in range(12):  # random crops of the photograph, so that predictions vary
+            t, l = rng.integers(0, h // 3), rng.integers(0, w // 3)
+            Image.fromarray(im[t:t + 2 * h // 3, l:l + 2 * w // 3]).save(d / f"{k}.JPEG")
+    monkeypatch.setenv("THEORYLAB_IMAGENET_VAL", str(tmp_path / "val"))
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    R._SOLVED.clear()
+    try:
+        for cid in ("nd.table1_metrics", "rd.cls_dim"):
+            out = run_quick(cid)
+            assert out.status in ("pass", "refuted"), (cid, out.status, out.error)
+            assert "ImageNet validation folder" in out.details["inputs"]
+    finally:
+        R._SOLVED.clear()
 
 
 # ------------------------------------------------------------------------------------------------ analyze CLI

@@ -127,7 +127,7 @@ class Check:
     tolerance_reason: str
     negative_control: str
     compare: Callable[[Context, bool], Result]
-    reports: bool = False
+    reports: bool | Callable[[], bool] = False
     erratum: str | None = None
     figures: tuple = ()
     positive_control: str | None = None
@@ -241,7 +241,7 @@ def check(
     tolerance_reason: str,
     negative_control: str,
     statement: str | None = None,
-    reports: bool = False,
+    reports: bool | Callable[[], bool] = False,
     erratum: str | None = None,
     figures: tuple | list = (),
     positive_control: str | None = None,
@@ -252,7 +252,8 @@ def check(
     The paper and the statement default to the catalog's. ``negative_control`` says in one line which
     realistic bug the planted wrong claim stands for. ``positive_control`` (one line: the data or model
     on which the claim holds by construction) requires ``compare(ctx, planted, positive=False)``.
-    ``seeds`` overrides how many seeds a full run uses (see the module doc).
+    ``seeds`` overrides how many seeds a full run uses (see the module doc). ``reports`` may be a callable
+    (no arguments, read at run time), e.g. "only a demonstration unless a data set is configured".
     """
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")
@@ -362,7 +363,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         out.status = "fail"
         out.error = "positive control failed: the comparison does not say 'holds' where the claim holds by construction"
         return out
-    if chk.reports:
+    if chk.reports() if callable(chk.reports) else chk.reports:
         out.status = "reported"
     elif n_held == len(claims):
         out.status = "pass"

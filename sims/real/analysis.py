@@ -2,14 +2,15 @@
 
 Conventions (say so wherever these numbers are reported):
 
-* the photographs are not ImageNet, there are no ground-truth labels: every "accuracy" is **agreement with the
-  unmodified model's own prediction** (so the original accuracy is 100 % by construction); "positive
-  samples" of category i are the crops the unmodified model assigns to i;
+* with ground-truth ``labels`` (an ImageNet validation folder) accuracy and positive accuracy are against the
+  true labels, as in ND Table 1; without them (the photographs) every "accuracy" is **agreement with the
+  unmodified model's own prediction** (original accuracy 100 % by construction) and the "positive samples"
+  of category i are the samples the unmodified model assigns to i;
 * second moments are fitted on one half of the crops (``fit``) and every error/accuracy is measured on the
   other half (``test``): a dependency is a property of the data distribution, not of the fitted sample;
 * CovLasso (ND Eq 2/6) is solved exactly for the Gram form: with Cov = Uᵀdiag(σ²)U,
   θᵀCovθ = ‖diag(σ)Uθ‖², so Eq 6 is an ordinary Lasso on the n×(n−1) design X = diag(σ)U₋ᵢ, y = diag(σ)Uᵢ,
-  solved by scikit-learn's coordinate descent (α = λ/(2n)); the KKT residual of Eq 6 (ND A35) is reported.
+  solved exactly by the package's homotopy (theory.covlasso); the KKT residual of Eq 6 (ND A35) is reported.
 """
 from __future__ import annotations
 
@@ -31,41 +32,21 @@ def _design(cov: np.ndarray) -> np.ndarray:
     return np.sqrt(np.clip(w, 0.0, None))[:, None] * U.T  # rows: σ_k u_kᵀ;  XᵀX = Cov
 
 
-def covlasso_path(cov, i: int, lams, tol: float = 1e-10, design: np.ndarray | None = None) -> np.ndarray:
-    """θ*(λ) of ND Eq 6 for each λ in ``lams`` (any order), warm-started along the path; shape (len, n).
+def covlasso_path(cov, i: int, lams, design: np.ndarray | None = None) -> np.ndarray:
+    """θ*(λ) of ND Eq 6 for each λ in ``lams`` (any order); shape (len, n); θ_i = −1.
 
-    θ_i = −1. Solved as a Lasso on a factor X with XᵀX = Cov (see module doc): by default diag(σ)U from the
-    eigendecomposition; ``design`` may pass any other, e.g. the fit logits /√N (N rows: faster when N < n).
+    Solved exactly by the package's own homotopy (:func:`theory.covlasso.covlasso_path`: one path from
+    λ_max(i) down to min(lams), read off at every λ). ``design`` is accepted for backward compatibility and
+    ignored (the exact path needs only Cov). scikit-learn's coordinate descent stays a test-time cross-check.
     """
-    import warnings
+    from theory.covlasso import covlasso_path as exact_path
 
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import Lasso
-
-    c = as_covariance(cov) if design is None else _square(cov)
-    n = c.shape[0]
-    i = check_index(i, n)
-    X = _design(c) if design is None else np.asarray(design, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != n:
-        raise ValueError(f"design: expected (rows, {n}), got shape {X.shape}")
-    rest = np.delete(np.arange(n), i)
-    lams = np.asarray(lams, dtype=float)
-    if np.any(~np.isfinite(lams)) or np.any(lams < 0):
-        raise ValueError("lams: must be finite and >= 0")
-    order = np.argsort(-lams)
-    out = np.zeros((len(lams), n))
-    model = Lasso(alpha=1.0, fit_intercept=False, tol=tol, max_iter=200_000, warm_start=True,
-                  selection="cyclic")
-    y = X[:, i]
-    Xr = np.asfortranarray(X[:, rest])
-    for k in order:
-        model.alpha = max(lams[k], 1e-300) / (2.0 * X.shape[0])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(Xr, y)
-        out[k, rest] = model.coef_
-        out[k, i] = -1.0
-    return out
+    c = _square(cov)
+    i = check_index(i, c.shape[0])
+    lams = np.atleast_1d(np.asarray(lams, dtype=float))
+    if lams.ndim != 1 or len(lams) == 0 or np.any(~np.isfinite(lams)) or np.any(lams < 0):
+        raise ValueError("lams: must be a non-empty 1-D array of finite values >= 0")
+    return exact_path(c, i, lams).thetas
 
 
 def _square(cov) -> np.ndarray:
@@ -108,13 +89,15 @@ def predict_logit(F, theta, i: int) -> np.ndarray:
     return F @ t
 
 
-def dependency_metrics(F_test, theta, i: int, offset=None) -> dict:
+def dependency_metrics(F_test, theta, i: int, offset=None, labels=None) -> dict:
     """ND Table 1 columns for category i on held-out logits ``F_test`` (rows = samples).
 
     abs_err = mean |f_i − Σθ_j f_j|; rel_err = abs_err / mean |f_i|; rms_rel = √(E[(θᵀf)²]/E[f_i²]);
     acc = agreement of argmax with the replaced logit vs the unmodified argmax (all samples);
     pos_acc = the same on the samples the unmodified model assigns to i (NaN if none); support = #{θ_j ≠ 0, j≠i}.
     ``offset`` (e.g. the bias b of RD Eq 11, where F = W F(x) without bias) is added before the argmax.
+    ``labels``: true classes (ND Table 1): acc / pos_acc are then against them (positives: label == i), and
+    ``ori_acc`` / ``ori_pos_acc`` are the unmodified model's; without labels the unmodified prediction is the label.
     """
     F = np.asarray(F_test, dtype=np.float64)
     pred = predict_logit(F, theta, i)
@@ -124,13 +107,18 @@ def dependency_metrics(F_test, theta, i: int, offset=None) -> dict:
     rep[:, i] = pred + (0.0 if offset is None else offset[i])
     y0 = base.argmax(1)
     y1 = rep.argmax(1)
-    pos = y0 == i
+    y = y0 if labels is None else np.asarray(labels)
+    if y.shape != y0.shape:
+        raise ValueError(f"labels: expected {y0.shape[0]} labels, got shape {y.shape}")
+    pos = y == i
     t = np.asarray(theta)
     return {
+        "ori_acc": float(np.mean(y0 == y)),
+        "ori_pos_acc": float(np.mean(y0[pos] == i)) if pos.any() else float("nan"),
         "abs_err": float(np.mean(np.abs(r))),
         "rel_err": float(np.mean(np.abs(r)) / max(np.mean(np.abs(F[:, i])), 1e-300)),
         "rms_rel": float(np.sqrt(np.mean(r**2) / max(np.mean(F[:, i] ** 2), 1e-300))),
-        "acc": float(np.mean(y1 == y0)),
+        "acc": float(np.mean(y1 == y)),
         "pos_acc": float(np.mean(y1[pos] == i)) if pos.any() else float("nan"),
         "n_pos": int(pos.sum()),
         "support": int(np.count_nonzero(np.delete(t, i))),
@@ -146,20 +134,29 @@ def frequent_categories(F, k: int, min_count: int = 2) -> np.ndarray:
     return vals[counts >= min_count][:k]
 
 
-def smallest_support(cov_fit, F_test, i: int, target_rel: float, rhos=None, design=None) -> dict:
-    """Walk the λ path (λ = ρ·λ_max, ρ from 1 down) and return the first (smallest-support) point whose held-out
-    relative error rel_err ≤ ``target_rel``; ``{"reached": False, ...}`` with the best point if none does."""
-    rhos = np.geomspace(0.9, 1e-3, 25) if rhos is None else np.asarray(rhos)
+def smallest_support(cov_fit, F_test, i: int, target_rel: float, rho_min: float = 1e-3, labels=None,
+                     design=None) -> dict:
+    """The smallest support whose held-out relative error reaches ``target_rel`` along the exact CovLasso path.
+
+    Walks the breakpoints of θ*(λ) (theory.covlasso, λ from λ_max(i) down to ``rho_min``·λ_max(i)); the support
+    changes only there, so the first breakpoint with rel_err ≤ target has the smallest support on the path
+    (evaluated at the breakpoints). ``{"reached": False, ...}`` with the best point if none does.
+    """
+    from theory.covlasso import covlasso_path as exact_path
+
     lm = lambda_max_i(cov_fit, i)
-    thetas = covlasso_path(cov_fit, i, rhos * lm, design=design)
+    path = exact_path(_square(cov_fit), i, [rho_min * lm])
     best = None
-    for rho, th in zip(rhos, thetas):
-        m = dependency_metrics(F_test, th, i)
-        m["rho"] = float(rho)
+    for lam, th in zip(path.breakpoints[1:], path.coefs[1:]):
+        m = dependency_metrics(F_test, th, i, labels=labels)
+        m["rho"] = float(lam / lm)
         if best is None or m["rel_err"] < best["rel_err"]:
             best = m
         if m["rel_err"] <= target_rel:
             return {"reached": True, **m}
+    if best is None:
+        best = {**dependency_metrics(F_test, -np.eye(np.asarray(cov_fit).shape[0])[i], i,
+                                     labels=labels), "rho": 1.0}
     return {"reached": False, **best}
 
 
@@ -261,3 +258,41 @@ def floors(cov) -> dict:
     """ND A15/A31 floors for every category: absolute err_i(θ*(0)) and relative R(Cov, i)."""
     fl = error_floor(cov)
     return {"floor": fl, "relative": fl / np.diag(cov)}
+
+
+def dependency_text(i: int, theta, names=None, top: int = 4) -> str:
+    """"Egyptian cat ≈ 0.56·tiger cat + 0.20·tabby": category i from its largest coefficients (ND Eq 1)."""
+    def nm(j):
+        return str(names[j]) if names is not None and 0 <= j < len(names) else str(j)
+
+    t = np.asarray(theta, dtype=float).copy()
+    t[i] = 0.0
+    js = [int(j) for j in np.argsort(-np.abs(t), kind="stable")[:top] if t[j] != 0]
+    if not js:
+        return f"{nm(i)} ≈ 0 (no dependency)"
+    terms = " ".join(("− " if t[j] < 0 else "+ ") + f"{abs(t[j]):.2f}·{nm(j)}" for j in js)
+    more = np.count_nonzero(t) - len(js)
+    terms = terms[2:] if terms.startswith("+ ") else "−" + terms[2:]
+    return f"{nm(i)} ≈ {terms}" + (f" (+ {more} more)" if more > 0 else "")
+
+
+def grouped_halves(groups, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded split of the rows into two halves by group (e.g. source photograph): no group in both."""
+    g = np.asarray(groups)
+    u = rng.permutation(np.unique(g))
+    a = np.isin(g, u[: len(u) // 2])
+    return np.flatnonzero(a), np.flatnonzero(~a)
+
+
+def planted_logits(n: int = 1500, classes: int = 40, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """Positive control for ND Table 1 / RD Eq 12: Gaussian logits where logit 0 is exactly 0.56·f_1 + 0.20·f_2.
+
+    Category 0 is also given an offset so that it is predicted often (it has positives). Returns (F, truth).
+    """
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(n, classes)) + 2.0 * rng.normal(size=(n, 1))
+    F[:, 1] += 1.5
+    F[:, 2] += 1.0
+    F[:, 0] = 0.56 * F[:, 1] + 0.20 * F[:, 2] + 0.0 * F[:, 3]
+    F[:, 0] *= 1.9  # ≈ 1.064·f_1 + 0.38·f_2: large enough to win often
+    return F, {"category": 0, "support": [1, 2]}

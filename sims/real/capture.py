@@ -151,13 +151,28 @@ def _resolve(model, spec: str):
     return modules[name], where or "output"
 
 
-def _as_rows(t, spec: str) -> np.ndarray:
+def _first_tensor(t):
+    """The activation of a block whose output is a tensor, a tuple/list (first tensor: e.g. attention blocks
+    returning (out, weights)) or a dict (e.g. ``last_hidden_state``: the first tensor value)."""
     import torch
 
-    if isinstance(t, (tuple, list)):
-        t = t[0]
+    if isinstance(t, dict):
+        t = next((v for v in t.values() if isinstance(v, torch.Tensor)), None)
+    elif isinstance(t, (tuple, list)):
+        t = next((v for v in t if isinstance(v, torch.Tensor)), t[0] if len(t) else None)
+    return t
+
+
+def _as_rows(t, spec: str, pool: bool = False) -> np.ndarray:
+    import torch
+
+    t = _first_tensor(t)
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"layer {spec!r}: produced a {type(t).__name__}, not a tensor")
+    if pool and t.dim() == 3:  # tokens (B, T, C) → (B, C): mean over the tokens
+        t = t.mean(dim=1)
+    elif pool and t.dim() > 3:  # (B, C, H, W) → (B, C): global average over space
+        t = t.mean(dim=tuple(range(2, t.dim())))
     a = t.detach().float().reshape(t.shape[0], -1).cpu().numpy()
     if not np.isfinite(a).all():
         col = int(np.argwhere(~np.isfinite(a))[0][1])
@@ -167,7 +182,7 @@ def _as_rows(t, spec: str) -> np.ndarray:
 
 def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=(), class_stats: bool = True,
             n_classes: int | None = None, progress: bool | None = None, total: int | None = None,
-            desc: str = "capture") -> CaptureResult:
+            desc: str = "capture", pool=()) -> CaptureResult:
     """Run ``model`` on ``batches`` with forward hooks on ``layers`` and stream their statistics.
 
     ``batches``: iterable of ``x`` or ``(x, y)`` (y: integer labels, e.g. the source photograph, used for
@@ -178,6 +193,9 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
     [0, n_classes)), so ``theory.collapse.vci(result.classes[name])`` etc. work without keeping activations;
     otherwise :class:`ClassMoments` (any integer labels).
     ``progress``: tqdm bar (None: only on a terminal); ``total``: number of batches for the bar.
+    ``pool``: names whose activations are averaged to (B, C) (per-block statistics): (B, C, H, W) over space,
+    token sequences (B, T, C) over the tokens.
+    Blocks returning tuples or dicts contribute their first tensor.
     """
     import torch
     from tqdm import tqdm
@@ -230,8 +248,8 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
                     x = x.contiguous(memory_format=torch.channels_last)
                 current.clear()
                 out = model(x)
-                if isinstance(out, (tuple, list)):
-                    out = out[0]
+                if isinstance(out, (tuple, list, dict)):
+                    out = _first_tensor(out)
                 if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != x.shape[0] \
                         or out.shape[1] < 2:
                     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -245,7 +263,7 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
                     t = out if (spec == "output") else current.get(name)
                     if t is None:
                         raise ValueError(f"layer {spec!r}: was not called during the forward pass")
-                    rows = _as_rows(t, spec)
+                    rows = _as_rows(t, spec, name in pool)
                     moments[name].update(rows)
                     if yb is not None and class_stats:
                         if name not in cls:  # n_classes given: VC's mergeable ClassStats, created at the first batch

