@@ -1,4 +1,5 @@
 """The sandbox: the README example of docs/fg.md runs as written, and the shipped sandbox data models behave."""
+import pytest
 import re
 from pathlib import Path
 
@@ -65,3 +66,14 @@ def test_sandbox_models_train_through_run_experiment():
                   {"model": "label_noise", "flip": 0.2}):
         r = run_experiment({**tiny, **extra})
         assert set(r["summary"]) >= {"coarse_hard_err", "fine_hard_err", "hard_gap"}
+
+
+def test_config_and_data_model_must_agree():
+    from sims.multiview import HierarchicalMultiView, run_experiment
+
+    config = {"d": 32, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20, "lucky": 2.0, "steps": 2, "batch": 8, "n_test": 8,
+              "eval_every": 1}
+    for key, model in (("d", HierarchicalMultiView(40, 8, 3.0, 2)), ("P", HierarchicalMultiView(32, 12, 3.0, 2)),
+                       ("k", HierarchicalMultiView(32, 8, 3.0, 4))):
+        with pytest.raises(ValueError, match=rf"config {key} = .* but the data model"):
+            run_experiment(config, data_model=model)

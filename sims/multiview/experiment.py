@@ -165,6 +165,11 @@ def run_experiment(config: dict, device="cpu", progress: bool = False, data_mode
             raise ValueError(f"data_model {type(data_model).__name__} does not satisfy the DataModel protocol "
                              f"(needs d, P, n_coarse, n_fine, sigma_zeta, iota, sample, dictionary, coarse_of_fine, "
                              f"common_of_coarse, sub_of_fine)")
+        for key in ("d", "P", "k"):  # the config sizes the learner and c_b, the data model draws the samples
+            have = getattr(data_model, key, None)
+            if have is not None and int(have) != cfg[key]:
+                raise ValueError(f"config {key} = {cfg[key]} but the data model {type(data_model).__name__} has "
+                                 f"{key} = {have}: set the config's {key!r} to the data model's")
         for key in ("batch", "n_test"):
             if cfg[key] % data.n_fine:
                 raise ValueError(f"config key {key!r} = {cfg[key]} must be a multiple of the data model's "
