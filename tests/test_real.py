@@ -1,6 +1,7 @@
 """Real-model hooks (issue 7): capture, models, images, analysis numerics, the three real checks, analyze CLI."""
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -285,3 +286,18 @@ def test_analyze_cli_on_a_tiny_user_model(tiny, tmp_path, monkeypatch):
                  "--out", str(out)]) == 2
     assert main(["analyze", "--model", "tinymod:make_flat", "--images", str(tiny["images"]), "--crops", "16",
                  "--input-size", "32", "--out", str(out)]) == 2
+
+
+def test_user_model_is_found_in_the_current_folder(tmp_path, monkeypatch):
+    """`--model mod:factory` finds mod.py in the current folder, as `python -m` would (not via sys.path)."""
+    name = "cwdmod_" + os.urandom(4).hex()
+    (tmp_path / f"{name}.py").write_text(TINY_MODEL)
+    monkeypatch.chdir(tmp_path)
+    sys.modules.pop(name, None)
+    before = list(sys.path)
+    try:
+        spec = user_model(f"{name}:make", input_size=32)
+        assert spec.module is not None
+    finally:
+        sys.modules.pop(name, None)
+    assert sys.path == before          # the folder is not left on sys.path

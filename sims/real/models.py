@@ -131,10 +131,21 @@ def user_model(factory: str, weights=None, device: str = "cpu", input_size: int 
     if not isinstance(factory, str) or factory.count(":") != 1:
         raise ValueError(f"model: expected 'package.module:factory', got {factory!r}")
     mod_name, fn_name = factory.split(":")
+    import os
+    import sys
+
+    cwd = os.getcwd()  # as `python -m` does: a module in the current folder is found (the console script's
+    added = cwd not in sys.path  # sys.path[0] is its bin folder, not the current one)
+    if added:
+        sys.path.insert(0, cwd)
     try:
         mod = importlib.import_module(mod_name)
     except ImportError as exc:
-        raise ValueError(f"model: cannot import {mod_name!r} ({exc})") from None
+        raise ValueError(f"model: cannot import {mod_name!r} ({exc}; searched the current folder "
+                         f"{cwd} and the installed packages)") from None
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
     fn = getattr(mod, fn_name, None)
     if not callable(fn):
         raise ValueError(f"model: {mod_name} has no callable {fn_name!r}")
