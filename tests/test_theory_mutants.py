@@ -264,3 +264,22 @@ def test_lucky_set_sizes_smallest_d():
         mv.lucky_set_sizes(10, 2, 1.0)
     out = mv.lucky_set_sizes(10, 3, 1.0)
     assert 0 < out["S_star"] < out["S"] < 10
+
+
+# ------------------------------------------------------------------------------------------- theory/collapse
+
+def test_metrics_at_once_equal_the_metrics_one_by_one():
+    """:func:`metrics` shares one eigendecomposition between the metrics; each value must be the one its own
+    function computes (VC Def 5.3, Thm 5.2, Eq 4, Sec 3.2)."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(8)
+    y = np.repeat(np.arange(4), 30)
+    X = rng.standard_normal((120, 6)) + 2.0 * rng.standard_normal((4, 6))[y]
+    m = vc.metrics(X, y)
+    for name in ("vci", "trace_ratio", "probe_loss", "fuzziness", "squared_distance", "cosine_similarity",
+                 "class_separation"):
+        assert m[name] == pytest.approx(getattr(vc, name)(X, y), rel=1e-9, abs=1e-12), name
+    split = vc.vb_split(X, y)
+    for name in ("within_vb", "within_vb_perp"):
+        assert m[name] == pytest.approx(split[name], rel=1e-9), name
