@@ -283,3 +283,13 @@ def test_metrics_at_once_equal_the_metrics_one_by_one():
     split = vc.vb_split(X, y)
     for name in ("within_vb", "within_vb_perp"):
         assert m[name] == pytest.approx(split[name], rel=1e-9), name
+
+
+def test_c_b_for_lucky_solves_the_lucky_neuron_equation():
+    """FG (our choice of the free pair, theory/multiview.py): c_b solves m·Q(√(c_b log d)) = lucky, for any
+    lucky in (0, m/2) — fewer than one expected lucky neuron included."""
+    for m, lucky, d in ((800, 8.0, 100), (100, 0.5, 50), (5, 2.4, 3)):
+        c_b = mv.c_b_for_lucky(m, lucky, d)
+        assert m * float(mv.gaussian_tail(math.sqrt(c_b * math.log(d)))) == pytest.approx(lucky, rel=1e-10)
+        sizes = mv.lucky_set_sizes(m, d, c_b)  # τ₋ < √(c_b log d) < τ₊ and the exclusivity factor is < 1
+        assert sizes["S_star"] < lucky < sizes["S"]
