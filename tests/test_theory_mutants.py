@@ -293,3 +293,15 @@ def test_c_b_for_lucky_solves_the_lucky_neuron_equation():
         assert m * float(mv.gaussian_tail(math.sqrt(c_b * math.log(d)))) == pytest.approx(lucky, rel=1e-10)
         sizes = mv.lucky_set_sizes(m, d, c_b)  # τ₋ < √(c_b log d) < τ₊ and the exclusivity factor is < 1
         assert sizes["S_star"] < lucky < sizes["S"]
+
+
+def test_mp_numerical_rank_limits():
+    """Rank_ε = r + (m − r)·P_MP(λ ≥ ε²σ_top²): every direction planted (r = m = min(N, d)) gives m exactly,
+    no signal and ε → 0 gives m, ε beyond the bulk edge gives r."""
+    N, d = 60, 20
+    assert R.mp_numerical_rank(N, d, 1e-3, signal_rank=d, theta=3.0) == d
+    assert R.mp_numerical_rank(d, N, 1e-3, signal_rank=d, theta=3.0) == d  # N < d: m = N
+    assert R.mp_numerical_rank(N, d, 1e-12) == pytest.approx(d)
+    assert R.mp_numerical_rank(N, d, 1.0 - 1e-12, signal_rank=2, theta=3.0) == pytest.approx(2)
+    with pytest.raises(ValueError, match="signal_rank"):
+        R.mp_numerical_rank(N, d, 1e-3, signal_rank=d + 1, theta=3.0)
