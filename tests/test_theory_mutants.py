@@ -57,6 +57,17 @@ def test_as_covariance_symmetrises_and_names_the_asymmetric_pair():
         V.as_covariance(c)
 
 
+def test_symmetry_tolerance_is_inclusive():
+    """Symmetric within sym_rtol means |K_ij − K_ji| ≤ sym_rtol (docstring): on a unit-diagonal matrix K = cov
+    exactly, so an asymmetry of exactly 2⁻¹⁰ passes at sym_rtol = 2⁻¹⁰, and sym_rtol = 0 accepts exact symmetry."""
+    c = np.array([[1.0, 0.5], [0.5 + 2.0**-10, 1.0]])
+    out = V.as_covariance(c, sym_rtol=2.0**-10)
+    assert out[0, 1] == out[1, 0] == 0.5 + 2.0**-11
+    with pytest.raises(ValueError, match="not symmetric"):
+        V.as_covariance(c, sym_rtol=2.0**-11)
+    V.as_covariance(np.array([[1.0, 0.5], [0.5, 1.0]]), sym_rtol=0.0)
+
+
 def test_psd_tolerance_is_relative_and_scale_free():
     q = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0]
     for lam_min, ok in ((-1e-13, True), (-1e-6, False)):
