@@ -316,3 +316,18 @@ def test_mp_numerical_rank_limits():
     assert R.mp_numerical_rank(N, d, 1.0 - 1e-12, signal_rank=2, theta=3.0) == pytest.approx(2)
     with pytest.raises(ValueError, match="signal_rank"):
         R.mp_numerical_rank(N, d, 1e-3, signal_rank=d + 1, theta=3.0)
+
+
+def test_replaced_logit_metrics_closed_cases():
+    """ND Tab 1: f̂_i = Σ_{j≠i} θ_j f_j. An exact linear dependency gives abs_err = 0 and the original accuracy;
+    θ = 0 off i gives f̂_i = 0, so abs_err = mean|f_i| and rel_err = 1."""
+    rng = np.random.default_rng(9)
+    F = rng.standard_normal((200, 4))
+    F[:, 2] = 2.0 * F[:, 0] - F[:, 1] + 0.5 * F[:, 3]
+    y = F.argmax(axis=1)
+    m = nd.replaced_logit_metrics(F, y, 2, [2.0, -1.0, -1.0, 0.5])
+    assert m["abs_err"] == pytest.approx(0.0, abs=1e-12) and m["acc"] == m["orig_acc"] == 1.0
+    assert m["n_pos"] == int(np.sum(y == 2)) and m["pos_acc"] == 1.0
+    m0 = nd.replaced_logit_metrics(F, y, 2, [0.0, 0.0, -1.0, 0.0])
+    assert m0["abs_err"] == pytest.approx(np.mean(np.abs(F[:, 2])), rel=1e-12)
+    assert m0["rel_err"] == pytest.approx(1.0, rel=1e-12)
