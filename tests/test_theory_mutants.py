@@ -68,6 +68,15 @@ def test_symmetry_tolerance_is_inclusive():
     V.as_covariance(np.array([[1.0, 0.5], [0.5, 1.0]]), sym_rtol=0.0)
 
 
+def test_psd_rtol_zero_means_exactly_psd():
+    """psd_rtol = 0: exactly PSD is accepted — a dead logit (a zero row and column) included — and a negative
+    eigenvalue is not."""
+    out = V.as_covariance(np.diag([1.0, 0.0, 2.0]), psd_rtol=0.0)
+    assert out.tolist() == np.diag([1.0, 0.0, 2.0]).tolist()
+    with pytest.raises(ValueError, match="not PSD"):
+        V.as_covariance(np.array([[1.0, 1.0 + 1e-9], [1.0 + 1e-9, 1.0]]), psd_rtol=0.0)
+
+
 def test_psd_tolerance_is_relative_and_scale_free():
     q = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0]
     for lam_min, ok in ((-1e-13, True), (-1e-6, False)):
@@ -331,3 +340,18 @@ def test_replaced_logit_metrics_closed_cases():
     m0 = nd.replaced_logit_metrics(F, y, 2, [0.0, 0.0, -1.0, 0.0])
     assert m0["abs_err"] == pytest.approx(np.mean(np.abs(F[:, 2])), rel=1e-12)
     assert m0["rel_err"] == pytest.approx(1.0, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------- theory/_cachedir.py
+
+def test_set_numba_cache_dir_returns_the_folder_in_use(monkeypatch, tmp_path):
+    from theory import _cachedir
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path))
+    assert _cachedir.set_numba_cache_dir() == str(tmp_path / "numba")
+    import os
+
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "numba")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))  # a user's choice is kept
+    assert _cachedir.set_numba_cache_dir() == str(tmp_path / "mine")
