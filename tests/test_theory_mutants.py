@@ -176,6 +176,15 @@ def test_planted_decomposition_residual_is_the_normaliser_error():
     assert all(e == 0 for e in svc.decomposition_residual())
 
 
+def test_fuzziness_counterexample_claimed_identity_keeps_the_trace():
+    """VC Obs 4.2: if (UΣ_BUᵀ)† were U⁻ᵀΣ_B†U⁻¹, Tr[(UΣ_BUᵀ)†UΣ_WUᵀ] would be Tr[U⁻ᵀΣ_B†Σ_WUᵀ] = Tr[Σ_B†Σ_W]
+    (a similarity): the 'after via the claimed identity' value equals 'before' for every invertible U."""
+    for U in (None, [[1, 1], [0, 1]], [[2, 1], [1, 3]], [[0, 1], [1, 0]], [[3, 0], [5, -2]]):
+        out = svc.fuzziness_counterexample(U)
+        assert out["after_via_claimed_identity"] == out["before"] == 1
+    assert svc.fuzziness_counterexample()["after"] == 2
+
+
 # ------------------------------------------------------------------------------------------- theory/dependency.py
 
 def test_eigen_forms_equal_the_inverse_and_reject_singular_cov():
@@ -235,6 +244,15 @@ def test_mixed_cov_allows_a_dead_logit():
 
 
 # ------------------------------------------------------------------------------------------- theory/covlasso.py
+
+def test_prepare_scales_by_a_power_of_four_to_unit_diagonal():
+    """covlasso._prepare's contract: (Cov·4⁻ᵏ, 2k) with max Cov_jj in [1/2, 2), exact (a power of two)."""
+    c = _spd(4, 11)
+    for k in (-480, -7, 0, 3, 480):
+        scaled, e = cl._prepare(np.ldexp(c, k))
+        assert e % 2 == 0 and 0.5 <= np.diag(scaled).max() < 2.0
+        assert np.array_equal(np.ldexp(scaled, e), np.ldexp(c, k))
+
 
 def test_homotopy_max_steps_guard():
     """The path of a generic n×n Cov to λ = 0 has at least n − 1 breakpoints: a cap below that must stop
