@@ -331,6 +331,18 @@ def test_c_b_for_lucky_solves_the_lucky_neuron_equation():
         assert m * float(mv.gaussian_tail(math.sqrt(c_b * math.log(d)))) == pytest.approx(lucky, rel=1e-10)
         sizes = mv.lucky_set_sizes(m, d, c_b)  # τ₋ < √(c_b log d) < τ₊ and the exclusivity factor is < 1
         assert sizes["S_star"] < lucky < sizes["S"]
+        assert sizes["tau_lo"] < mv.bias_threshold(c_b, d) < sizes["tau_hi"]
+        assert m * float(mv.gaussian_tail(mv.bias_threshold(c_b, d))) == pytest.approx(lucky, rel=1e-10)
+
+
+def test_paper_width_and_c_b():
+    """FG B.3 items 5–6, Prop 1/2: m = d^{2+2c₀} (coarse), d^{1+2c₀} (fine); c_b = 4 + 2c₀ / 2 + 2c₀."""
+    assert mv.paper_width(100, 0.05) == pytest.approx(100**2.1, rel=1e-14)
+    assert mv.paper_width(100, 0.05, fine=True) == pytest.approx(100**1.1, rel=1e-14)
+    assert mv.paper_c_b(0.05) == pytest.approx(4.1) and mv.paper_c_b(0.05, fine=True) == pytest.approx(2.1)
+    for bad in (0.0, 0.1, -0.01):
+        with pytest.raises(ValueError, match="c0"):
+            mv.paper_width(100, bad)
 
 
 def test_mp_numerical_rank_limits():
