@@ -385,3 +385,15 @@ def test_set_numba_cache_dir_returns_the_folder_in_use(monkeypatch, tmp_path):
     assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "numba")
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))  # a user's choice is kept
     assert _cachedir.set_numba_cache_dir() == str(tmp_path / "mine")
+
+
+def test_probe_loss_balanced_limits():
+    """VC Thm 5.1 (balanced): the loss is 0 at full collapse, where Tr[Σ_T†Σ_B] = rank Σ_B = K − 1, and
+    1/2 − 1/(2K) when the means carry no signal (Tr = 0); K = 1 has no between-class variation."""
+    import theory.collapse as vc
+
+    for K in (2, 3, 10):
+        assert vc.probe_loss_balanced(K - 1, K) == pytest.approx(0.0, abs=1e-15)
+        assert vc.probe_loss_balanced(0.0, K) == pytest.approx(0.5 - 0.5 / K, rel=1e-15)
+    with pytest.raises(ValueError, match="K"):
+        vc.probe_loss_balanced(0.0, 1)
