@@ -114,6 +114,20 @@ def test_check_index_and_check_tolerance():
             V.check_tolerance(bad, "tol")
 
 
+def test_check_real_and_check_int():
+    assert V.check_real(np.float32(0.25), "x") == 0.25 and V.check_real(3, "x") == 3.0
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="x: must be finite"):
+            V.check_real(bad, "x")
+    for bad in (True, "1", None, 1j, np.array(1.0)):
+        with pytest.raises(TypeError, match="x: must be a real number"):
+            V.check_real(bad, "x")
+    assert V.check_int(np.int64(3), "n", 1, 3) == 3
+    for bad, err in ((0, ValueError), (4, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(err, match="n: must be an integer"):
+            V.check_int(bad, "n", 1, 3)
+
+
 def test_check_finite_names_the_first_bad_entry():
     a = np.zeros((2, 3))
     a[1, 2], a[0, 1] = np.inf, np.nan

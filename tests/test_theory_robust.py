@@ -40,7 +40,7 @@ import theory.validate as V
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
-TIME_LIMIT_S = 20  # a call that takes longer is a hang
+TIME_LIMIT_S = 180  # a call that takes longer is a hang (generous: a cold numba cache compiles covlasso_all first)
 
 # ---------------------------------------------------------------------------------------------- values
 
