@@ -155,6 +155,16 @@ def test_lyapunov_law_and_sd_are_the_moments_of_half_log_chi2():
     assert sd[-2] == pytest.approx(0.5 * math.pi / math.sqrt(6), rel=1e-14)
 
 
+def test_lyapunov_law_memory_guard_counts_three_float64_arrays(monkeypatch):
+    """The ψ-law for n exponents needs three float64 arrays (24·n bytes): on a machine reporting 1 MiB of memory
+    n = 30,000 (720 kB > half of it) is a MemoryError naming n, n = 10,000 (240 kB) is computed."""
+    sizes = {"SC_PHYS_PAGES": 256, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(R.os, "sysconf", lambda key: sizes[key])
+    with pytest.raises(MemoryError, match="n = 30000"):
+        R.lyapunov_law(30_000)
+    assert R.lyapunov_law(10_000).shape == (10_000,)
+
+
 def test_gradient_explosion_rate_and_ratio_law():
     n = 5
     assert R.gradient_explosion_rate(n) == pytest.approx(R.lyapunov_law(n)[0], rel=1e-15)
