@@ -421,3 +421,24 @@ def test_probe_loss_balanced_limits():
         assert vc.probe_loss_balanced(0.0, K) == pytest.approx(0.5 - 0.5 / K, rel=1e-15)
     with pytest.raises(ValueError, match="K"):
         vc.probe_loss_balanced(0.0, 1)
+
+
+
+def test_obs42_identity_size_caps():
+    """r ≤ 3 and 2 ≤ p ≤ 4 are the symbolic size caps; r = 3 is within them, and r = p = 3 is rejected because V_B
+    must be a proper subspace — a different error from the cap."""
+    with pytest.raises(ValueError, match="proper subspace"):
+        svc.obs42_identity(3, 3)
+    with pytest.raises(ValueError, match=r"r: must be an integer in \[1, 3\]"):
+        svc.obs42_identity(4, 4)
+
+
+def test_replaced_logit_metrics_rejects_non_integer_labels():
+    F = np.random.default_rng(1).standard_normal((20, 3))
+    y = F.argmax(axis=1)
+    for bad in (y.astype(float), y.astype(bool), y + 0.5):
+        with pytest.raises(ValueError, match="labels: must be integers"):
+            nd.replaced_logit_metrics(F, bad, 0, [-1.0, 0.5, 0.5])
+    for bad in (-1, 3):
+        with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
+            nd.replaced_logit_metrics(F, np.where(np.arange(20) == 0, bad, y), 0, [-1.0, 0.5, 0.5])
