@@ -246,6 +246,14 @@ def test_mixed_cov_is_the_second_moment_of_the_mixed_logits():
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
+def test_mixed_logits_checks_i_against_g_categories():
+    rng = np.random.default_rng(5)
+    F, G = rng.standard_normal((40, 4)), rng.standard_normal((40, 2))  # g has 2 categories, 40 samples
+    np.testing.assert_array_equal(nd.mixed_logits(F, G, 1)[:, 1], G[:, 1])
+    with pytest.raises(ValueError, match=r"i \(category of g\) = 3 is out of range for n = 2"):
+        nd.mixed_logits(F, G, 3)
+
+
 @pytest.mark.parametrize("cross, g_sq, i, err, msg", [
     (np.zeros((3, 2)), 1.0, 0, ValueError, "cross_fg: expected 4 rows"),
     (np.zeros((4, 2)), 1.0, 2, ValueError, r"i \(column of cross_fg\)"),
@@ -363,6 +371,7 @@ def test_paper_width_and_c_b():
     """FG B.3 items 5–6, Prop 1/2: m = d^{2+2c₀} (coarse), d^{1+2c₀} (fine); c_b = 4 + 2c₀ / 2 + 2c₀."""
     assert mv.paper_width(100, 0.05) == pytest.approx(100**2.1, rel=1e-14)
     assert mv.paper_width(100, 0.05, fine=True) == pytest.approx(100**1.1, rel=1e-14)
+    assert mv.paper_width(1, 0.07) == 1.0 and mv.paper_width(3, 0.05) == pytest.approx(3**2.1, rel=1e-14)
     assert mv.paper_c_b(0.05) == pytest.approx(4.1) and mv.paper_c_b(0.05, fine=True) == pytest.approx(2.1)
     for bad in (0.0, 0.1, -0.01):
         with pytest.raises(ValueError, match="c0"):
