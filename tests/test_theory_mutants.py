@@ -451,3 +451,22 @@ def test_replaced_logit_metrics_rejects_non_integer_labels():
     for bad in (-1, 3):
         with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
             nd.replaced_logit_metrics(F, np.where(np.arange(20) == 0, bad, y), 0, [-1.0, 0.5, 0.5])
+
+
+def test_mlog_closed_form_and_type():
+    """VC Eq 6: mean log-odds of the downstream accuracies minus the pre-training log-odds; a float for one row."""
+    import theory.collapse as vc
+
+    d, q = np.array([0.5, 0.8]), 0.6
+    want = np.mean(np.log(d / (1 - d))) - np.log(q / (1 - q))
+    out = vc.mlog(d, q)
+    assert type(out) is float and out == pytest.approx(want, rel=1e-14)
+    rows = vc.mlog(np.array([[0.5, 0.8], [0.6, 0.6]]), np.array([0.6, 0.6]))
+    assert rows.shape == (2,) and rows[0] == pytest.approx(want, rel=1e-14) and rows[1] == 0.0
+
+
+def test_linear_error_default_has_no_feature_strength_noise():
+    """FG App B.2: ι defaults to 0 (α ≡ 1); a positive ι only adds signal variance, so the error grows."""
+    base = mv.linear_error(16, 3.0, 2, 0.1)
+    assert base == mv.linear_error(16, 3.0, 2, 0.1, iota=0.0)
+    assert mv.linear_error(16, 3.0, 2, 0.1, iota=0.5) > base
