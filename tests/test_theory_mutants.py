@@ -470,3 +470,13 @@ def test_linear_error_default_has_no_feature_strength_noise():
     base = mv.linear_error(16, 3.0, 2, 0.1)
     assert base == mv.linear_error(16, 3.0, 2, 0.1, iota=0.0)
     assert mv.linear_error(16, 3.0, 2, 0.1, iota=0.5) > base
+
+
+def test_mlog_percent_hint_and_lambda_max_overflow():
+    import theory.collapse as vc
+
+    with pytest.raises(ValueError, match="pass percent=True"):
+        vc.mlog([50.0, 99.5], 60.0)  # percentages given as fractions: the error says so
+    c = np.array([[1e308, 0.9e308], [0.9e308, 1e308]])
+    with pytest.raises(ValueError, match="overflows float64"):
+        dep.lambda_max(c)  # 2·0.9e308 is beyond float64: an error, not inf
