@@ -480,3 +480,11 @@ def test_mlog_percent_hint_and_lambda_max_overflow():
     c = np.array([[1e308, 0.9e308], [0.9e308, 1e308]])
     with pytest.raises(ValueError, match="overflows float64"):
         dep.lambda_max(c)  # 2·0.9e308 is beyond float64: an error, not inf
+
+
+def test_linear_error_noiseless_limit_is_half_the_featureless_mass():
+    """FG App B.2: as σ_ζ → 0 every sample with a feature patch is classified right (Q(n/0⁺) = 0), and one with
+    none (n = 0) is a coin flip: the error tends to ½·P(C + S = 0)."""
+    _, total = mv.patch_count_pmf(4, 1.0)
+    assert total[0] > 0.01
+    assert mv.linear_error(4, 1.0, 1, 1e-9) == pytest.approx(0.5 * total[0], rel=1e-12)
