@@ -31,7 +31,7 @@ import dataclasses
 import numpy as np
 
 from theory._homotopy import _PIVOT_RTOL, _TINY, _homotopy, _homotopy_all  # noqa: F401  (numba kernels)
-from theory.validate import as_covariance, as_float_array, check_index
+from theory.validate import as_covariance, as_float_array, check_index, check_int
 
 
 
@@ -46,6 +46,7 @@ def covlasso_cd(cov, i: int, lam: float, tol: float = 1e-13, max_sweeps: int = 1
     i = check_index(i, n)
     lam = float(np.ldexp(_check_lam(lam), -e))
     tol = _check_lam(tol, "tol")
+    max_sweeps = check_int(max_sweeps, "max_sweeps", 1)
     rest = np.delete(np.arange(n), i)
     C = c[np.ix_(rest, rest)]
     b = c[rest, i]

@@ -158,6 +158,17 @@ def _null_split(K: np.ndarray, null_tol: float | None):
     return w[keep], U[:, keep], N, null_row, noise
 
 
+def _check_null_tol(null_tol) -> float | None:
+    """None, or a fraction of λ_max in [0, 1): at 1 or above even λ_max would count as null."""
+    if null_tol is None:
+        return None
+    t = check_tolerance(null_tol, "null_tol")
+    if t >= 1.0:
+        raise ValueError(f"null_tol: a fraction of λ_max(K) must be < 1 (every eigenvalue would count as null), "
+                         f"got {null_tol!r}")
+    return t
+
+
 def _relative_floors(K: np.ndarray, null_tol: float | None) -> np.ndarray:
     """R_i = err_i(θ*(0)) of a unit-diagonal K (= the relative floor, ND A31) for every i."""
     m = K.shape[0]
@@ -201,7 +212,7 @@ def relative_floor(cov, null_tol: float | None = None) -> np.ndarray:
     rounding level NULL_NOISE·m·ε·κ_r of eigh's null space), else 1/(K⁺)_ii over the eigenvalues above
     ``null_tol``·λ_max(K) (default m·ε; an explicit ``null_tol`` always takes the eigen route).
     """
-    null_tol = None if null_tol is None else check_tolerance(null_tol, "null_tol")
+    null_tol = _check_null_tol(null_tol)
     K, d, pos = _equilibrated(cov)
     _check_n(K)
     if not pos.all():
@@ -218,7 +229,7 @@ def error_floor(cov, null_tol: float | None = None) -> np.ndarray:
     Singular Cov: 0 exactly for the categories whose logit is a linear combination of the others (ND Sec
     2.2, massive categories), 1/(Cov⁺)_ii-type values for the others. A category with Cov_ii = 0 has floor 0.
     """
-    null_tol = None if null_tol is None else check_tolerance(null_tol, "null_tol")
+    null_tol = _check_null_tol(null_tol)
     K, d, pos = _equilibrated(cov)
     _check_n(K)
     out = np.zeros(K.shape[0])
@@ -245,7 +256,7 @@ def theta_floor(cov, i: int, null_tol: float | None = None) -> np.ndarray:
     the minimum-norm null vector of K with ψ_i = −1 (−P_N e_i/(P_N)_ii); otherwise ψ = −K⁺e_i/(K⁺)_ii on the
     eigenvalues kept by :func:`relative_floor`. Categories with no energy get θ_j = 0.
     """
-    null_tol = None if null_tol is None else check_tolerance(null_tol, "null_tol")
+    null_tol = _check_null_tol(null_tol)
     K0, d, pos = _equilibrated(cov)
     _check_n(K0)
     n = K0.shape[0]

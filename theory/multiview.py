@@ -23,7 +23,10 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from theory.validate import check_positive
+from theory.validate import check_int, check_positive, check_real, check_tolerance
+
+#: largest P for :func:`patch_count_pmf` (an O(P²) sum over binomial pmfs; the paper's P is polylog(d) ~ 16).
+MAX_P = 10_000
 
 
 def gaussian_tail(x):
@@ -31,24 +34,30 @@ def gaussian_tail(x):
     return 0.5 * special.erfc(np.asarray(x, dtype=float) / math.sqrt(2.0))
 
 
-def paper_c_b(c0: float = 0.05, fine: bool = False) -> float:
-    """FG B.3 item 6: c_b = 4 + 2c₀ for coarse training, 2 + 2c₀ for fine training, c₀ ∈ (0, 0.1)."""
+def _check_c0(c0) -> float:
+    c0 = check_real(c0, "c0")
     if not 0 < c0 < 0.1:
         raise ValueError(f"c0 must lie in (0, 0.1) (FG B.3 item 5), got {c0}")
+    return c0
+
+
+def paper_c_b(c0: float = 0.05, fine: bool = False) -> float:
+    """FG B.3 item 6: c_b = 4 + 2c₀ for coarse training, 2 + 2c₀ for fine training, c₀ ∈ (0, 0.1)."""
+    c0 = _check_c0(c0)
     return (2.0 if fine else 4.0) + 2.0 * c0
 
 
 def paper_width(d: int, c0: float = 0.05, fine: bool = False) -> float:
     """FG Prop 1 / App C: m = Θ(d^{2+2c₀}) neurons per class (coarse); fine: Prop 2 uses m = Θ(d^{1+2c₀})
     per subclass (so that m·Q(√((2+2c₀) log d)) = Θ(d^{c₀}) as well)."""
+    d, c0 = check_int(d, "d", 1), _check_c0(c0)
     return float(d) ** ((1.0 if fine else 2.0) + 2.0 * c0)
 
 
 def bias_threshold(c_b: float, d: int) -> float:
     """τ = √(c_b log d): the initial bias is b⁽⁰⁾ = −σ₀ τ (FG B.2, rebuilt from Def C.1)."""
     check_positive(c_b, "c_b")
-    if d < 2:
-        raise ValueError(f"d must be >= 2, got {d}")
+    check_int(d, "d", 2)
     return math.sqrt(c_b * math.log(d))
 
 
@@ -58,8 +67,7 @@ def c_b_for_lucky(m: int, lucky: float, d: int) -> float:
     This is our choice of the paper's free pair (m, threshold): e.g. m = 800, lucky = 8, d = 100 gives
     c_b ≈ 1.17; m = 100 gives c_b ≈ 0.43.
     """
-    if m < 1:
-        raise ValueError(f"m must be >= 1, got {m}")
+    m, lucky, d = check_int(m, "m", 1), check_real(lucky, "lucky"), check_int(d, "d", 2)
     if not 0 < lucky < m / 2:
         raise ValueError(f"lucky must lie in (0, m/2) = (0, {m / 2}), got {lucky}")
     tau = float(stats.norm.isf(lucky / m))
@@ -74,8 +82,7 @@ def lucky_set_sizes(m: int, d: int, c_b: float) -> dict:
     The coordinates ⟨w⁽⁰⁾, v⟩ over an orthonormal V are iid N(0, σ₀²) (Prop 1 proof), so
     E|S(v)| = m Q(τ₋) and E|S*(v)| = m Q(τ₊)(1 − Q(τ₋))^{d−1}  (Prop 1 step 1–2, Prop 2).
     """
-    if m < 1 or d < 2:
-        raise ValueError(f"need m >= 1 and d >= 2, got m={m}, d={d}")
+    m, d = check_int(m, "m", 1), check_int(d, "d", 2)
     check_positive(c_b, "c_b")
     eps = 1.0 / math.log(d) ** 5
     lo = math.log(d) - eps
@@ -103,8 +110,7 @@ def patch_count_pmf(P: int, s: float) -> tuple[np.ndarray, np.ndarray]:
     remaining patches is a subclass-feature patch with probability s/(P − C) (S | C ~ Bin(P − C, s/(P − C)),
     S = 0 when C = P). Returns (pmf of C over 0..P, pmf of C + S over 0..P).
     """
-    if not (isinstance(P, (int, np.integer)) and P >= 1):
-        raise ValueError(f"P must be a positive integer, got {P!r}")
+    P, s = check_int(P, "P", 1, MAX_P), check_real(s, "s")
     if not 0 < s <= P:
         raise ValueError(f"s must lie in (0, P] = (0, {P}], got {s}")
     pc = stats.binom.pmf(np.arange(P + 1), P, s / P)
@@ -137,9 +143,9 @@ def linear_error(P: int, s: float, k: int, sigma_zeta: float, iota: float = 0.0,
     noise accumulates over all P patches. error = Σ_n pmf(n) Q(n / √(P σ_ζ² (2+2k) + n ι²/3)).
     ``planted``: the wrong claim that only one patch's noise enters (P → 1), the negative control.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    k = check_int(k, "k", 1)
     check_positive(sigma_zeta, "sigma_zeta")
+    iota = check_tolerance(iota, "iota")
     _, total = patch_count_pmf(P, s)
     n = np.arange(P + 1, dtype=float)
     var = (1 if planted else P) * sigma_zeta ** 2 * (2 + 2 * k) + n * iota ** 2 / 3.0
@@ -157,8 +163,7 @@ def paper_regime(d: int, s: float) -> dict:
     Item 12 (garbled: "σ_ζ* ∈ [ω(polylog d), O(1/polylog d)]") read as σ_ζ*√d ∈ [ω(polylog d), O(√d/polylog d)];
     that window is empty at d ≤ 10⁴ (log d > √d / log d), so only its lower edge, the one Lemma E.8 uses, is kept.
     """
-    if d < 3:
-        raise ValueError(f"d must be >= 3, got {d}")
+    d = check_int(d, "d", 3)
     check_positive(s, "s")
     L = math.log(d)
     return {"iota_lower": 1.0 / L ** 4, "iota_upper": 1.0 / (s * L), "hard_noise_norm": L}
@@ -178,6 +183,9 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
     the paper's assumption (``inside``: True / False; 'n/a' where the paper fixes no number at finite d).
 
     Constants hidden in O(·)/Θ(·) are set to 1 and polylog(d) read as log d; c_b given (or from m·Q = lucky)."""
+    d, P, k = check_int(d, "d", 2), check_int(P, "P", 1), check_int(k, "k", 1)
+    s, lucky, eta = check_positive(s, "s"), check_real(lucky, "lucky"), check_real(eta, "eta")
+    noise_norm, sigma0 = check_tolerance(noise_norm, "noise_norm"), check_positive(sigma0, "sigma0")
     L = math.log(d)
     cbc = c_b_coarse if c_b_coarse is not None else c_b_for_lucky(m_coarse, lucky, d)
     cbf = c_b_fine if c_b_fine is not None else c_b_for_lucky(m_fine, lucky, d)

@@ -68,7 +68,7 @@ def mixed_cov(cov_f, cross_fg, g_sq: float, i: int) -> np.ndarray:
     m[:, i] = x
     m[i, :] = x
     m[i, i] = g_sq
-    return as_covariance(m, "mixed cov (f with f_i replaced by g_i)")
+    return as_covariance(m, "mixed cov (cov_f with row/column i from cross_fg and g_sq: inconsistent moments?)")
 
 
 def mixed_logits(F, G, i: int) -> np.ndarray:

@@ -187,7 +187,8 @@ def eps_max_low_rank(W, rank_tol=None) -> float:
             raise ValueError(f"rank_tol: must be finite and >= 0, got {rank_tol!r}")
     r = int(np.count_nonzero(s > tol))
     if r == 0:
-        raise ValueError("W: is (numerically) zero")
+        raise ValueError("W: is (numerically) zero" + ("" if rank_tol is None else
+                                                        f" (no singular value above rank_tol = {rank_tol!r})"))
     return float(s[r - 1] / s[0])
 
 

@@ -47,6 +47,7 @@ def as_covariance(cov, name: str = "cov", sym_rtol: float = 1e-8, psd_rtol: floa
     symmetric within ``sym_rtol`` (|cov_ij − cov_ji| ≤ sym_rtol·√(cov_ii cov_jj)); PSD within ``psd_rtol``·n
     (K + psd_rtol·n·I is positive definite: rounding of a Gram matrix, and no more).
     """
+    sym_rtol, psd_rtol = check_tolerance(sym_rtol, "sym_rtol"), check_tolerance(psd_rtol, "psd_rtol")
     c = as_float_array(cov, name, ndim=2)
     n, m = c.shape
     if n != m:
@@ -91,7 +92,28 @@ def check_index(i, n: int, name: str = "i") -> int:
     return int(i)
 
 
+def check_real(x, name: str) -> float:
+    """A finite real number: TypeError (naming ``name``) for a non-number, bool or complex, ValueError for NaN/Inf."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: must be a real number, got {x!r}")
+    v = float(x)
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: must be finite, got {x!r}")
+    return v
+
+
+def check_int(x, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer (TypeError naming ``name`` otherwise, bool included) in [lo, hi] (ValueError otherwise)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name}: must be an integer, got {x!r}")
+    if (lo is not None and x < lo) or (hi is not None and x > hi):
+        raise ValueError(f"{name}: must be an integer in [{lo}, {'∞' if hi is None else hi}], got {x}")
+    return int(x)
+
+
 def check_positive(x, name: str, allow_zero: bool = False) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: must be a real number, got {x!r}")
     x = float(x)
     if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
         raise ValueError(f"{name}: must be {'>= 0' if allow_zero else '> 0'} and finite, got {x}")

@@ -21,11 +21,12 @@ import scipy.linalg as sla
 
 from theory.collapse.linalg import Spectra, check_rtol, trace_pinv
 from theory.collapse.stats import as_stats, check_labels, check_real_numeric, pow2_exponent
-from theory.validate import check_finite
+from theory.validate import check_finite, check_int, check_real
 
 
 def probe_loss_balanced(trace_tb: float, K: int) -> float:
     """VC Thm 5.1 as printed: −Tr[Σ_T†Σ_B]/(2K) + 1/2 − 1/(2K) (balanced classes)."""
+    trace_tb, K = check_real(trace_tb, "trace_tb"), check_int(K, "K", 2)
     return -trace_tb / (2 * K) + 0.5 - 0.5 / K
 
 
@@ -84,7 +85,8 @@ def probe_loss_lstsq(features, labels, n_classes: int | None = None) -> float:
         raise ValueError("labels: every sample is in class 0: K = 1 has no between-class variation")
     empty = np.flatnonzero(np.bincount(y, minlength=K) == 0)
     if empty.size:
-        raise ValueError(f"labels: class {int(empty[0])} has no samples ({empty.size} of K = {K} classes are empty)")
+        raise ValueError(f"labels: class {int(empty[0])} has no samples ({empty.size} of K = {K} classes are empty"
+                         + ("" if n_classes is None else f"; n_classes = {n_classes}") + ")")
     X = np.ldexp(H, -pow2_exponent(np.max(np.abs(H), axis=0))[None, :])  # columns ≤ 1
     X -= X.mean(axis=0)
     rms = np.sqrt(np.mean(X * X, axis=0))

@@ -375,5 +375,8 @@ def as_stats(x, labels=None) -> ClassStats:
     if labels is None:
         raise ValueError("labels: required when the first argument is a feature array (or pass a ClassStats)")
     st = ClassStats.from_features(x, labels)
-    st._require_complete()
+    try:
+        st._require_complete()
+    except ValueError as exc:  # an empty class: it is the labels that are wrong
+        raise ValueError(f"labels: {str(exc).removeprefix('ClassStats: ')}") from None
     return st

@@ -95,7 +95,10 @@ def fuzziness_counterexample(U=None) -> dict:
     """
     Sb = sp.Matrix([[1, 0], [0, 0]])
     Sw = sp.eye(2)
-    U = sp.Matrix([[1, 1], [0, 1]]) if U is None else sp.Matrix(U)
+    try:
+        U = sp.Matrix([[1, 1], [0, 1]]) if U is None else sp.Matrix(U)
+    except (TypeError, ValueError, NotImplementedError, AttributeError, IndexError) as exc:
+        raise ValueError(f"U: must be an invertible 2×2 matrix, got {U!r} ({type(exc).__name__}: {exc})") from None
     if U.shape != (2, 2) or U.det() == 0:
         raise ValueError(f"U: must be an invertible 2×2 matrix, got {U.tolist()}")
     Ui = U.inv()

@@ -1,0 +1,490 @@
+"""Tests that kill the survivors of ``make mutate`` in theory/ (issue 15 §3; docs/mutation.md lists each one).
+
+Each test states a property of the mathematics or of the input contract — a closed form checked against an
+independent computation, an invariance, an error that names the offending argument — not the current output.
+The whole module runs in a few seconds.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy import integrate, special, stats
+
+import theory.covlasso as cl
+import theory.dependency as dep
+import theory.multiview as mv
+import theory.neural_dependency as nd
+import theory.rank as R
+from theory import validate as V
+from theory._homotopy import _homotopy
+from theory.symbolic import vc as svc
+
+C3 = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 1.5]])
+
+
+def _spd(n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((3 * n, n))
+    return a.T @ a / (3 * n)
+
+
+# ------------------------------------------------------------------------------------------- theory/validate.py
+
+def test_zero_covariance_is_accepted_and_other_non_positive_diagonals_are_not():
+    z = V.as_covariance(np.zeros((3, 3)))  # E[f fᵀ] of dead logits: valid (PSD), not an error
+    assert z.shape == (3, 3) and not z.any()
+    for bad in (np.array([[0.0, 1.0], [1.0, 0.0]]), -np.eye(2)):  # zero diagonal with entries, or all < 0
+        with pytest.raises(ValueError, match="cov: not PSD"):
+            V.as_covariance(bad)
+
+
+def test_negative_diagonal_message_names_the_negative_entry():
+    c = np.diag([1.0, -1e-3, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"cov\[1,1\] = -0.001 < 0"):
+        V.as_covariance(c)
+
+
+def test_as_covariance_symmetrises_and_names_the_asymmetric_pair():
+    c = C3.copy()
+    c[0, 2] += 1e-12  # within sym_rtol: accepted, returned exactly symmetric
+    out = V.as_covariance(c)
+    assert np.array_equal(out, out.T) and out[0, 2] == pytest.approx(0.1 + 0.5e-12, abs=1e-15)
+    c[2, 1] += 1e-3
+    with pytest.raises(ValueError, match=r"\|cov\[(2,1|1,2)\] - cov\[(1,2|2,1)\]\|"):
+        V.as_covariance(c)
+
+
+def test_symmetry_tolerance_is_inclusive():
+    """Symmetric within sym_rtol means |K_ij − K_ji| ≤ sym_rtol (docstring): on a unit-diagonal matrix K = cov
+    exactly, so an asymmetry of exactly 2⁻¹⁰ passes at sym_rtol = 2⁻¹⁰, and sym_rtol = 0 accepts exact symmetry."""
+    c = np.array([[1.0, 0.5], [0.5 + 2.0**-10, 1.0]])
+    out = V.as_covariance(c, sym_rtol=2.0**-10)
+    assert out[0, 1] == out[1, 0] == 0.5 + 2.0**-11
+    with pytest.raises(ValueError, match="not symmetric"):
+        V.as_covariance(c, sym_rtol=2.0**-11)
+    V.as_covariance(np.array([[1.0, 0.5], [0.5, 1.0]]), sym_rtol=0.0)
+
+
+def test_psd_rtol_zero_means_exactly_psd():
+    """psd_rtol = 0: exactly PSD is accepted — a dead logit (a zero row and column) included — and a negative
+    eigenvalue is not."""
+    out = V.as_covariance(np.diag([1.0, 0.0, 2.0]), psd_rtol=0.0)
+    assert out.tolist() == np.diag([1.0, 0.0, 2.0]).tolist()
+    with pytest.raises(ValueError, match="not PSD"):
+        V.as_covariance(np.array([[1.0, 1.0 + 1e-9], [1.0 + 1e-9, 1.0]]), psd_rtol=0.0)
+
+
+def test_psd_tolerance_is_relative_and_scale_free():
+    q = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 4)))[0]
+    for lam_min, ok in ((-1e-13, True), (-1e-6, False)):
+        c = (q * np.array([1.0, 1.0, 1.0, lam_min])) @ q.T
+        c = 0.5 * (c + c.T)
+        for s in (1e-200, 1.0, 1e200):
+            if ok:
+                V.as_covariance(s * c)
+            else:
+                with pytest.raises(ValueError, match="not PSD.*smallest eigenvalue"):
+                    V.as_covariance(s * c)
+
+
+def test_check_positive_excludes_zero_unless_allowed():
+    assert V.check_positive(2.5, "x") == 2.5
+    assert V.check_positive(0, "x", allow_zero=True) == 0.0
+    for bad in (0, 0.0, -1e-300, np.nan, np.inf):
+        with pytest.raises(ValueError, match="x: must be > 0"):
+            V.check_positive(bad, "x")
+    with pytest.raises(ValueError, match="y: must be >= 0"):
+        V.check_positive(-1, "y", allow_zero=True)
+
+
+def test_check_index_and_check_tolerance():
+    assert V.check_index(np.int64(2), 3) == 2
+    for bad in (3, -1):
+        with pytest.raises(ValueError, match="out of range for n = 3"):
+            V.check_index(bad, 3, "i")
+    for bad in (True, 1.0, "1"):
+        with pytest.raises(ValueError, match="k: must be an integer"):
+            V.check_index(bad, 3, "k")
+    assert V.check_tolerance(0, "tol") == 0.0
+    for bad, err in ((True, TypeError), ("1e-3", TypeError), (-1e-9, ValueError), (np.nan, ValueError)):
+        with pytest.raises(err, match="tol"):
+            V.check_tolerance(bad, "tol")
+
+
+def test_check_real_and_check_int():
+    assert V.check_real(np.float32(0.25), "x") == 0.25 and V.check_real(3, "x") == 3.0
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="x: must be finite"):
+            V.check_real(bad, "x")
+    for bad in (True, "1", None, 1j, np.array(1.0)):
+        with pytest.raises(TypeError, match="x: must be a real number"):
+            V.check_real(bad, "x")
+    assert V.check_int(np.int64(3), "n", 1, 3) == 3
+    for bad, err in ((0, ValueError), (4, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(err, match="n: must be an integer"):
+            V.check_int(bad, "n", 1, 3)
+
+
+def test_check_finite_names_the_first_bad_entry():
+    a = np.zeros((2, 3))
+    a[1, 2], a[0, 1] = np.inf, np.nan
+    with pytest.raises(ValueError, match=r"x: 2 non-finite value\(s\); first is NaN at column 1 \(entry \(0, 1\)\)"):
+        V.check_finite(a, "x")
+    with pytest.raises(ValueError, match=r"first is Inf at entry \(2,\)"):
+        V.check_finite(np.array([0.0, 1.0, -np.inf]), "v")
+
+
+# ------------------------------------------------------------------------------------------- theory/rank.py
+
+def test_lyapunov_law_and_sd_are_the_moments_of_half_log_chi2():
+    """λ_k = E[½ log χ²_ν] and sd_k = sd[½ log χ²_ν], ν = n − k + 1, by quadrature against the χ² density
+    (independent of the digamma/trigamma closed forms), and the two classical values ψ'(½) = π²/2, ψ'(1) = π²/6."""
+    n = 4
+    lam, sd = R.lyapunov_law(n), R.lyapunov_law_sd(n)
+    for k in range(1, n + 1):
+        nu = n - k + 1
+        dist = stats.chi2(nu)
+        m1 = dist.expect(lambda x: 0.5 * np.log(x))
+        m2 = dist.expect(lambda x: (0.5 * np.log(x)) ** 2)
+        assert lam[k - 1] == pytest.approx(m1, rel=1e-7, abs=1e-9)
+        assert sd[k - 1] == pytest.approx(math.sqrt(m2 - m1 * m1), rel=1e-6)
+    assert sd[-1] == pytest.approx(math.pi / (2 * math.sqrt(2)), rel=1e-14)
+    assert sd[-2] == pytest.approx(0.5 * math.pi / math.sqrt(6), rel=1e-14)
+
+
+def test_lyapunov_law_memory_guard_counts_three_float64_arrays(monkeypatch):
+    """The ψ-law for n exponents needs three float64 arrays (24·n bytes): on a machine reporting 1 MiB of memory
+    n = 30,000 (720 kB > half of it) is a MemoryError naming n, n = 10,000 (240 kB) is computed."""
+    sizes = {"SC_PHYS_PAGES": 256, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(R.os, "sysconf", lambda key: sizes[key])
+    with pytest.raises(MemoryError, match="n = 30000"):
+        R.lyapunov_law(30_000)
+    assert R.lyapunov_law(10_000).shape == (10_000,)
+
+
+def test_gradient_explosion_rate_and_ratio_law():
+    n = 5
+    assert R.gradient_explosion_rate(n) == pytest.approx(R.lyapunov_law(n)[0], rel=1e-15)
+    r = R.ratio_law(n)
+    assert r[0] == 1.0 and np.all(np.diff(r) < 0)
+    np.testing.assert_allclose(np.log(r), 0.5 * (special.digamma((n - np.arange(1, n + 1) + 1) / 2)
+                                                 - special.digamma(n / 2)), rtol=1e-13)
+
+
+def test_mp_cdf_is_the_integral_of_mp_density():
+    for g in (0.25, 1.0):
+        a, b = R.mp_edges(g)
+        for x in (a + 0.3 * (b - a), a + 0.8 * (b - a)):
+            ref, _ = integrate.quad(lambda t: float(R.mp_density(t, g)), a, x, limit=200)
+            assert R.mp_cdf(x, g) == pytest.approx(ref, abs=1e-6)
+        assert R.mp_cdf(b + 1, g) == 1.0 and R.mp_cdf(a - 1e-3, g) == 0.0
+
+
+# ------------------------------------------------------------------------------------------- theory/symbolic/vc.py
+
+def test_planted_decomposition_residual_is_the_normaliser_error():
+    """The planted Σ_W uses 1/(K(N−1)) instead of 1/(KN): the residual is Σ_W(1/(KN)) − Σ_W(1/(K(N−1)))
+    = −Σ_W/(N−1), Σ_W computed here in floating point from the same numbers (defaults K = N = p = 2)."""
+    K = N = p = 2
+    rng = np.random.default_rng(3)
+    h = rng.integers(-9, 10, size=(K, N, p))
+    subs = {sp.Symbol(f"h{k}_{i}_{j}"): int(h[k, i, j]) for k in range(K) for i in range(N) for j in range(p)}
+    mu = h.mean(axis=1, keepdims=True)
+    d = (h - mu).reshape(-1, p)
+    sw = d.T @ d / (K * N)
+    res = np.array(svc.decomposition_residual(planted=True).subs(subs), dtype=float)
+    np.testing.assert_allclose(res, -sw / (N - 1), rtol=1e-12, atol=1e-12)
+    assert all(e == 0 for e in svc.decomposition_residual())
+
+
+def test_fuzziness_counterexample_claimed_identity_keeps_the_trace():
+    """VC Obs 4.2: if (UΣ_BUᵀ)† were U⁻ᵀΣ_B†U⁻¹, Tr[(UΣ_BUᵀ)†UΣ_WUᵀ] would be Tr[U⁻ᵀΣ_B†Σ_WUᵀ] = Tr[Σ_B†Σ_W]
+    (a similarity): the 'after via the claimed identity' value equals 'before' for every invertible U."""
+    for U in (None, [[1, 1], [0, 1]], [[2, 1], [1, 3]], [[0, 1], [1, 0]], [[3, 0], [5, -2]]):
+        out = svc.fuzziness_counterexample(U)
+        assert out["after_via_claimed_identity"] == out["before"] == 1
+    assert svc.fuzziness_counterexample()["after"] == 2
+
+
+# ------------------------------------------------------------------------------------------- theory/dependency.py
+
+def test_eigen_forms_equal_the_inverse_and_reject_singular_cov():
+    c = _spd(5, 1)
+    inv = np.linalg.inv(c)
+    np.testing.assert_allclose(dep.error_floor_eigen(c), 1 / np.diag(inv), rtol=1e-10)
+    np.testing.assert_allclose(dep.relative_floor_eigen(c), 1 / (np.diag(inv) * np.diag(c)), rtol=1e-10)
+    np.testing.assert_allclose(dep.error_floor(c), 1 / np.diag(inv), rtol=1e-10)
+    for fn in (dep.error_floor_eigen, dep.relative_floor_eigen):
+        for singular in (np.diag([1.0, 0.0, 4.0]), np.array([[1.0, 1.0], [1.0, 1.0]])):  # PSD, not PD
+            with pytest.raises(ValueError, match="eigen form needs SPD"):
+                fn(singular)
+
+
+def test_theta_floor_attains_the_error_floor_on_a_rectangular_free_case():
+    """θ*(0) = −Cov⁻¹e_i/(Cov⁻¹)_ii: θ_i = −1 and err_i(θ*(0)) = 1/(Cov⁻¹)_ii (ND A28, A30)."""
+    c = _spd(4, 5) * np.array([1.0, 1e3, 1e-3, 10.0])[:, None] * np.array([1.0, 1e3, 1e-3, 10.0])[None, :]
+    inv = np.linalg.inv(c)
+    for i in range(4):
+        th = dep.theta_floor(c, i)
+        np.testing.assert_allclose(th, -inv[:, i] / inv[i, i], rtol=1e-8)
+        assert dep.prediction_error(c, th) == pytest.approx(1 / inv[i, i], rel=1e-8)
+
+
+# ------------------------------------------------------------------------------------------- theory/neural_dependency.py
+
+def test_mixed_cov_is_the_second_moment_of_the_mixed_logits():
+    rng = np.random.default_rng(4)
+    F, G = rng.standard_normal((300, 4)), rng.standard_normal((300, 3))
+    N = F.shape[0]
+    for i in range(3):
+        want = dep.second_moment(nd.mixed_logits(F, G, i))
+        for cross in (F.T @ G / N, F.T @ G[:, i] / N):
+            got = nd.mixed_cov(F.T @ F / N, cross, float(G[:, i] @ G[:, i] / N), i)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_mixed_logits_checks_i_against_g_categories():
+    rng = np.random.default_rng(5)
+    F, G = rng.standard_normal((40, 4)), rng.standard_normal((40, 2))  # g has 2 categories, 40 samples
+    np.testing.assert_array_equal(nd.mixed_logits(F, G, 1)[:, 1], G[:, 1])
+    with pytest.raises(ValueError, match=r"i \(category of g\) = 3 is out of range for n = 2"):
+        nd.mixed_logits(F, G, 3)
+
+
+@pytest.mark.parametrize("cross, g_sq, i, err, msg", [
+    (np.zeros((3, 2)), 1.0, 0, ValueError, "cross_fg: expected 4 rows"),
+    (np.zeros((4, 2)), 1.0, 2, ValueError, r"i \(column of cross_fg\)"),
+    (np.zeros(3), 1.0, 0, ValueError, r"cross_fg: expected shape \(4,\)"),
+    (np.zeros(4), True, 0, TypeError, "g_sq"),
+    (np.zeros(4), "1", 0, TypeError, "g_sq"),
+    (np.zeros(4), -1.0, 0, ValueError, "g_sq"),
+    (np.zeros(4), np.nan, 0, ValueError, "g_sq"),
+    (np.zeros(4), 0.0, 4, ValueError, "i = 4 is out of range"),
+    (np.ones(4) * 5, 1.0, 0, ValueError, "not PSD"),  # |E[f_j g_i]| > √(E f_j² E g_i²): impossible moments
+])
+def test_mixed_cov_rejects_bad_moments(cross, g_sq, i, err, msg):
+    with pytest.raises(err, match=msg):
+        nd.mixed_cov(np.eye(4), cross, g_sq, i)
+
+
+def test_mixed_cov_allows_a_dead_logit():
+    m = nd.mixed_cov(np.eye(4), np.zeros(4), 0.0, 1)  # g_i ≡ 0: E[g_i²] = 0 is a valid moment
+    assert np.array_equal(m, np.diag([1.0, 0.0, 1.0, 1.0]))
+
+
+# ------------------------------------------------------------------------------------------- theory/covlasso.py
+
+def test_prepare_scales_by_a_power_of_four_to_unit_diagonal():
+    """covlasso._prepare's contract: (Cov·4⁻ᵏ, 2k) with max Cov_jj in [1/2, 2), exact (a power of two)."""
+    c = _spd(4, 11)
+    for k in (-480, -7, 0, 3, 480):
+        scaled, e = cl._prepare(np.ldexp(c, k))
+        assert e % 2 == 0 and 0.5 <= np.diag(scaled).max() < 2.0
+        assert np.array_equal(np.ldexp(scaled, e), np.ldexp(c, k))
+
+
+def test_homotopy_max_steps_guard():
+    """The path of a generic n×n Cov to λ = 0 has at least n − 1 breakpoints: a cap below that must stop
+    with status 1 (and covlasso must say so), a cap above it must finish."""
+    c = _spd(8, 6)
+    th, status, *_ = _homotopy(c, 0, 0.0, False, 3)
+    assert status == 1
+    th, status, *_ = _homotopy(c, 0, 0.0, False, cl._max_steps(8))
+    assert status == 0
+    np.testing.assert_allclose(th, dep.theta_floor(c, 0), rtol=1e-8, atol=1e-12)
+
+
+def test_covlasso_reports_a_spent_step_budget(monkeypatch):
+    c = _spd(8, 6)
+    monkeypatch.setattr(cl, "_max_steps", lambda n: 2)
+    with pytest.raises(RuntimeError, match="did not reach"):
+        cl.covlasso(c, 0, 0.0)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        cl.covlasso_path(c, 0)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        cl.covlasso_all(c, 0.0)
+
+
+def test_covlasso_cd_stopping_rule_is_relative_to_theta():
+    """CD stops when a sweep moves no coordinate by more than tol·(1 + max|θ̂|). Two predictors with correlation
+    0.99 make CD contract by ≈ ρ² ≈ 0.98 a sweep (~125 sweeps a decade); the target is 1e6·(f_0 − 2f_1), so
+    |θ̂| ≈ 2e6. The relative rule at tol = 1e-8 needs ~800 sweeps; an absolute one (changes ≤ 1e-8, i.e.
+    6.3 decades further) ~1,600: 1,100 sweeps separate the two by ~2.4 decades either way."""
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((400, 3))
+    F = np.column_stack([z[:, 0], 0.99 * z[:, 0] + 0.141 * z[:, 1], z[:, 2]])
+    F = np.column_stack([F, 1e6 * (F[:, 0] - 2 * F[:, 1]) + rng.standard_normal(400)])
+    c = F.T @ F / 400
+    lam = 1e-9 * 2 * np.abs(c[:3, 3]).max()
+    ref = cl.covlasso(c, 3, lam)
+    got = cl.covlasso_cd(c, 3, lam, tol=1e-8, max_sweeps=1100)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    with pytest.raises(RuntimeError, match="no convergence in 100 sweeps"):
+        cl.covlasso_cd(c, 3, lam, tol=1e-8, max_sweeps=100)
+
+
+# ------------------------------------------------------------------------------------------- theory/multiview.py
+
+def test_lucky_set_sizes_smallest_d():
+    """d = 2 has log d < 1/log⁵ d (τ₋ undefined), d = 3 is the smallest valid patch dimension."""
+    with pytest.raises(ValueError, match="d"):
+        mv.lucky_set_sizes(10, 2, 1.0)
+    out = mv.lucky_set_sizes(10, 3, 1.0)
+    assert 0 < out["S_star"] < out["S"] < 10
+
+
+# ------------------------------------------------------------------------------------------- theory/collapse
+
+def test_metrics_at_once_equal_the_metrics_one_by_one():
+    """:func:`metrics` shares one eigendecomposition between the metrics; each value must be the one its own
+    function computes (VC Def 5.3, Thm 5.2, Eq 4, Sec 3.2)."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(8)
+    y = np.repeat(np.arange(4), 30)
+    X = rng.standard_normal((120, 6)) + 2.0 * rng.standard_normal((4, 6))[y]
+    m = vc.metrics(X, y)
+    for name in ("vci", "trace_ratio", "probe_loss", "fuzziness", "squared_distance", "cosine_similarity",
+                 "class_separation"):
+        assert m[name] == pytest.approx(getattr(vc, name)(X, y), rel=1e-9, abs=1e-12), name
+    split = vc.vb_split(X, y)
+    for name in ("within_vb", "within_vb_perp"):
+        assert m[name] == pytest.approx(split[name], rel=1e-9), name
+
+
+def test_c_b_for_lucky_solves_the_lucky_neuron_equation():
+    """FG (our choice of the free pair, theory/multiview.py): c_b solves m·Q(√(c_b log d)) = lucky, for any
+    lucky in (0, m/2) — fewer than one expected lucky neuron included."""
+    for m, lucky, d in ((800, 8.0, 100), (100, 0.5, 50), (5, 2.4, 3)):
+        c_b = mv.c_b_for_lucky(m, lucky, d)
+        assert m * float(mv.gaussian_tail(math.sqrt(c_b * math.log(d)))) == pytest.approx(lucky, rel=1e-10)
+        sizes = mv.lucky_set_sizes(m, d, c_b)  # τ₋ < √(c_b log d) < τ₊ and the exclusivity factor is < 1
+        assert sizes["S_star"] < lucky < sizes["S"]
+        assert sizes["tau_lo"] < mv.bias_threshold(c_b, d) < sizes["tau_hi"]
+        assert m * float(mv.gaussian_tail(mv.bias_threshold(c_b, d))) == pytest.approx(lucky, rel=1e-10)
+
+
+def test_paper_width_and_c_b():
+    """FG B.3 items 5–6, Prop 1/2: m = d^{2+2c₀} (coarse), d^{1+2c₀} (fine); c_b = 4 + 2c₀ / 2 + 2c₀."""
+    assert mv.paper_width(100, 0.05) == pytest.approx(100**2.1, rel=1e-14)
+    assert mv.paper_width(100, 0.05, fine=True) == pytest.approx(100**1.1, rel=1e-14)
+    assert mv.paper_width(1, 0.07) == 1.0 and mv.paper_width(3, 0.05) == pytest.approx(3**2.1, rel=1e-14)
+    assert mv.paper_c_b(0.05) == pytest.approx(4.1) and mv.paper_c_b(0.05, fine=True) == pytest.approx(2.1)
+    for bad in (0.0, 0.1, -0.01):
+        with pytest.raises(ValueError, match="c0"):
+            mv.paper_width(100, bad)
+
+
+def test_mp_numerical_rank_limits():
+    """Rank_ε = r + (m − r)·P_MP(λ ≥ ε²σ_top²): every direction planted (r = m = min(N, d)) gives m exactly,
+    no signal and ε → 0 gives m, ε beyond the bulk edge gives r."""
+    N, d = 60, 20
+    assert R.mp_numerical_rank(N, d, 1e-3, signal_rank=d, theta=3.0) == d
+    assert R.mp_numerical_rank(d, N, 1e-3, signal_rank=d, theta=3.0) == d  # N < d: m = N
+    assert R.mp_numerical_rank(N, d, 1e-12) == pytest.approx(d)
+    assert R.mp_numerical_rank(N, d, 1.0 - 1e-12, signal_rank=2, theta=3.0) == pytest.approx(2)
+    with pytest.raises(ValueError, match="signal_rank"):
+        R.mp_numerical_rank(N, d, 1e-3, signal_rank=d + 1, theta=3.0)
+
+
+def test_replaced_logit_metrics_closed_cases():
+    """ND Tab 1: f̂_i = Σ_{j≠i} θ_j f_j. An exact linear dependency gives abs_err = 0 and the original accuracy;
+    θ = 0 off i gives f̂_i = 0, so abs_err = mean|f_i| and rel_err = 1."""
+    rng = np.random.default_rng(9)
+    F = rng.standard_normal((200, 4))
+    F[:, 2] = 2.0 * F[:, 0] - F[:, 1] + 0.5 * F[:, 3]
+    y = F.argmax(axis=1)
+    m = nd.replaced_logit_metrics(F, y, 2, [2.0, -1.0, -1.0, 0.5])
+    assert m["abs_err"] == pytest.approx(0.0, abs=1e-12) and m["acc"] == m["orig_acc"] == 1.0
+    assert m["n_pos"] == int(np.sum(y == 2)) and m["pos_acc"] == 1.0
+    m0 = nd.replaced_logit_metrics(F, y, 2, [0.0, 0.0, -1.0, 0.0])
+    assert m0["abs_err"] == pytest.approx(np.mean(np.abs(F[:, 2])), rel=1e-12)
+    assert m0["rel_err"] == pytest.approx(1.0, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------- theory/_cachedir.py
+
+def test_set_numba_cache_dir_returns_the_folder_in_use(monkeypatch, tmp_path):
+    from theory import _cachedir
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path))
+    assert _cachedir.set_numba_cache_dir() == str(tmp_path / "numba")
+    import os
+
+    assert os.environ["NUMBA_CACHE_DIR"] == str(tmp_path / "numba")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))  # a user's choice is kept
+    assert _cachedir.set_numba_cache_dir() == str(tmp_path / "mine")
+
+
+def test_probe_loss_balanced_limits():
+    """VC Thm 5.1 (balanced): the loss is 0 at full collapse, where Tr[Σ_T†Σ_B] = rank Σ_B = K − 1, and
+    1/2 − 1/(2K) when the means carry no signal (Tr = 0); K = 1 has no between-class variation."""
+    import theory.collapse as vc
+
+    for K in (2, 3, 10):
+        assert vc.probe_loss_balanced(K - 1, K) == pytest.approx(0.0, abs=1e-15)
+        assert vc.probe_loss_balanced(0.0, K) == pytest.approx(0.5 - 0.5 / K, rel=1e-15)
+    with pytest.raises(ValueError, match="K"):
+        vc.probe_loss_balanced(0.0, 1)
+
+
+
+def test_obs42_identity_size_caps():
+    """r ≤ 3 and 2 ≤ p ≤ 4 are the symbolic size caps; r = 3 is within them, and r = p = 3 is rejected because V_B
+    must be a proper subspace — a different error from the cap."""
+    with pytest.raises(ValueError, match="proper subspace"):
+        svc.obs42_identity(3, 3)
+    with pytest.raises(ValueError, match=r"r: must be an integer in \[1, 3\]"):
+        svc.obs42_identity(4, 4)
+
+
+def test_replaced_logit_metrics_rejects_non_integer_labels():
+    F = np.random.default_rng(1).standard_normal((20, 3))
+    y = F.argmax(axis=1)
+    for bad in (y.astype(float), y.astype(bool), y + 0.5):
+        with pytest.raises(ValueError, match="labels: must be integers"):
+            nd.replaced_logit_metrics(F, bad, 0, [-1.0, 0.5, 0.5])
+    for bad in (-1, 3):
+        with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
+            nd.replaced_logit_metrics(F, np.where(np.arange(20) == 0, bad, y), 0, [-1.0, 0.5, 0.5])
+
+
+def test_mlog_closed_form_and_type():
+    """VC Eq 6: mean log-odds of the downstream accuracies minus the pre-training log-odds; a float for one row."""
+    import theory.collapse as vc
+
+    d, q = np.array([0.5, 0.8]), 0.6
+    want = np.mean(np.log(d / (1 - d))) - np.log(q / (1 - q))
+    out = vc.mlog(d, q)
+    assert type(out) is float and out == pytest.approx(want, rel=1e-14)
+    rows = vc.mlog(np.array([[0.5, 0.8], [0.6, 0.6]]), np.array([0.6, 0.6]))
+    assert rows.shape == (2,) and rows[0] == pytest.approx(want, rel=1e-14) and rows[1] == 0.0
+
+
+def test_linear_error_default_has_no_feature_strength_noise():
+    """FG App B.2: ι defaults to 0 (α ≡ 1); a positive ι only adds signal variance, so the error grows."""
+    base = mv.linear_error(16, 3.0, 2, 0.1)
+    assert base == mv.linear_error(16, 3.0, 2, 0.1, iota=0.0)
+    assert mv.linear_error(16, 3.0, 2, 0.1, iota=0.5) > base
+
+
+def test_mlog_percent_hint_and_lambda_max_overflow():
+    import theory.collapse as vc
+
+    with pytest.raises(ValueError, match="pass percent=True"):
+        vc.mlog([50.0, 99.5], 60.0)  # percentages given as fractions: the error says so
+    c = np.array([[1e308, 0.9e308], [0.9e308, 1e308]])
+    with pytest.raises(ValueError, match="overflows float64"):
+        dep.lambda_max(c)  # 2·0.9e308 is beyond float64: an error, not inf
+
+
+def test_linear_error_noiseless_limit_is_half_the_featureless_mass():
+    """FG App B.2: as σ_ζ → 0 every sample with a feature patch is classified right (Q(n/0⁺) = 0), and one with
+    none (n = 0) is a coin flip: the error tends to ½·P(C + S = 0)."""
+    _, total = mv.patch_count_pmf(4, 1.0)
+    assert total[0] > 0.01
+    assert mv.linear_error(4, 1.0, 1, 1e-9) == pytest.approx(0.5 * total[0], rel=1e-12)
