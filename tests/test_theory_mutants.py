@@ -488,3 +488,181 @@ def test_linear_error_noiseless_limit_is_half_the_featureless_mass():
     _, total = mv.patch_count_pmf(4, 1.0)
     assert total[0] > 0.01
     assert mv.linear_error(4, 1.0, 1, 1e-9) == pytest.approx(0.5 * total[0], rel=1e-12)
+
+
+def test_trace_pinv_takes_cholesky_only_with_the_documented_margin():
+    """collapse/linalg.trace_pinv: Cholesky (St⁻¹) only when the condition estimate puts λ_min 1000× above the
+    pseudo-inverse's cutoff rtol·λ_max; closer to the cutoff it takes eigh. For a diagonal St the estimate is
+    exact (rcond = λ_min/λ_max), so the route is pinned; both routes give Σ_j M_ij²/λ_j when nothing is cut."""
+    from theory.collapse.linalg import trace_pinv
+
+    rtol = 1e-6
+    M0 = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.25]])
+    Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))  # a non-diagonal St: both triangles
+    lam = np.array([1.0, 0.5, 1e4 * rtol])
+    t, r = trace_pinv(Q @ np.diag(lam) @ Q.T, M0 @ Q.T, rtol)
+    assert r == "cholesky" and t == pytest.approx(float(np.sum(M0**2 / lam)), rel=1e-9)
+    for scale in (1.0, 1e-8, 1e8):  # St → s·St, M → √s·M leaves the trace and the route unchanged
+        M = M0 * math.sqrt(scale)
+        for ratio, route in ((1e4 * rtol, "cholesky"), (1e2 * rtol, "eigh"), (2.0 * rtol, "eigh")):
+            lam = scale * np.array([1.0, 0.5, ratio])
+            t, r = trace_pinv(np.diag(lam), M, rtol)
+            assert r == route, (scale, ratio, r)
+            assert t == pytest.approx(float(np.sum(M0**2 / (lam / scale))), rel=1e-12)
+        lam = scale * np.array([1.0, 0.5, 0.5 * rtol])  # below the cutoff rtol·λ_max: that direction is dropped
+        t, r = trace_pinv(np.diag(lam), M, rtol)
+        assert r == "eigh" and t == pytest.approx(float(np.sum(M0[:, :2] ** 2 / (lam[:2] / scale))), rel=1e-12)
+
+
+def test_planted_trace_identity_residual_is_the_normaliser_error():
+    """VC Thm 5.2's planted bug, Σ_T with n/(n−1): the residual is p·det(Σ_B+Σ_W)·c^(p−1)·(1 − c), c = n/(n−1),
+    cleared of denominators — i.e. −p·det·n^(p−1)·(n−1)^(p−1) — not merely some nonzero polynomial."""
+    n = sp.Symbol("n")
+    for p in (1, 2, 3):
+        r = svc.trace_identity_residual(p, planted=True)
+        det = (svc.generic_symmetric(p, "b") + svc.generic_symmetric(p, "w")).det(method="berkowitz")
+        assert sp.factor(r / (p * det * n ** (p - 1))) == -(n - 1) ** (p - 1)
+        assert svc.trace_identity_residual(p) == 0
+
+
+def test_resolve_lambda_rejects_non_square_covariances():
+    """ND Thm 1's λ = ρ·λ_max(i) reads a column of a square Cov: a rectangular array is an error, not a guess."""
+    for bad in (np.ones((2, 3)), np.ones((3, 2)), np.ones((1, 1)), np.ones(3)):
+        with pytest.raises(ValueError, match="cov: expected a square matrix with n >= 2"):
+            cl.resolve_lambda(bad, 0, None, 0.5)
+    assert cl.resolve_lambda(C3, 1, None, 0.5) == pytest.approx(0.5 * 2 * 0.5)
+
+
+def test_regime_table_sigma0_bound():
+    """FG B.3 item 14: σ0 ≤ 1/(d³ s log d); the table shows that bound and flags σ0 inside iff it holds."""
+    d, s = 100, 3.0
+    bound = 1 / (d**3 * s * math.log(d))
+
+    def row(sigma0):
+        rows = mv.regime_table(d, 16, s, 8, 800, 100, 8.0, 0.5, sigma0, sigma0)
+        return next(r for r in rows if r["parameter"] == "sigma0")
+
+    r = row(0.5 * bound)
+    assert float(r["paper value at this d"]) == pytest.approx(bound, rel=0.06) and r["inside"] is True
+    assert row(2.0 * bound)["inside"] is False
+
+
+def test_replaced_logit_metrics_zero_target_logit():
+    """ND Tab 1's Rel Err = mean|t_i − f̂_i| / mean|t_i|: for a dead target logit (t_i ≡ 0) it is 0 when the
+    replacement is exact too and +inf otherwise — never a ZeroDivisionError or NaN."""
+    F = np.random.default_rng(3).standard_normal((12, 3))
+    F[:, 0] = 0.0
+    y = np.arange(12) % 3
+    exact = nd.replaced_logit_metrics(F, y, 0, [-1.0, 0.0, 0.0])
+    assert exact["abs_err"] == 0.0 and exact["rel_err"] == 0.0
+    off = nd.replaced_logit_metrics(F, y, 0, [-1.0, 0.5, 0.0])
+    assert off["abs_err"] == pytest.approx(np.mean(np.abs(0.5 * F[:, 1]))) and off["rel_err"] == math.inf
+
+
+def test_dependencies_auto_kind_and_its_errors():
+    """ND Eq 2 from logits or from Cov = FᵀF/N: kind='auto' reads a non-square array, or any array with labels,
+    as logits (the same answer as kind='logits'); the mixed-up combinations are errors that say what to pass."""
+    rng = np.random.default_rng(5)
+    F = rng.standard_normal((40, 4)) @ np.array([[1, 0.5, 0, 0], [0, 1, 0.3, 0], [0, 0, 1, 0], [0.2, 0, 0, 1.0]])
+    a, b = nd.dependencies(F, 1, rho=0.3), nd.dependencies(F, 1, rho=0.3, kind="logits")
+    c = nd.dependencies(F.T @ F / 40, 1, rho=0.3, kind="cov")
+    np.testing.assert_allclose(a.theta, b.theta, rtol=0, atol=0)
+    np.testing.assert_allclose(a.theta, c.theta, rtol=1e-9, atol=1e-12)
+    Fs = F[:4]  # square logits (N = n = 4): labels make them logits
+    y = np.arange(4)
+    sq = nd.dependencies(Fs, 1, rho=0.3, labels=y)
+    assert sq.metrics is not None and sq.metrics["n_pos"] == 1
+    with pytest.raises(ValueError, match="cross=/g_sq= go with a covariance"):
+        nd.dependencies(F, 1, rho=0.3, cross=np.zeros(4), g_sq=1.0)
+    with pytest.raises(ValueError, match="logits: need at least 2 samples, got 1"):
+        nd.dependencies(F[:1], 1, rho=0.3)
+
+
+def _fuzz_reference(H, y, r):
+    """Tr[Σ_B,r†Σ_W] from numpy alone: Σ_B = Σ_k π_k(μ_k − μ_G)(μ_k − μ_G)ᵀ, Σ_W = (1/N)Σ_i (h_i − μ_yi)(…)ᵀ."""
+    K = int(y.max()) + 1
+    mu = np.stack([H[y == k].mean(0) for k in range(K)])
+    pi = np.bincount(y) / len(y)
+    D = mu - pi @ mu
+    Sb = (D * pi[:, None]).T @ D
+    R = H - mu[y]
+    Sw = R.T @ R / len(y)
+    w, V = np.linalg.eigh(Sb)
+    w, V = w[::-1][:r], V[:, ::-1][:, :r]
+    return float(np.sum(np.einsum("ij,ij->j", Sw @ V, V) / w))
+
+
+@pytest.mark.parametrize("p, K, r", [(6, 4, 1), (6, 4, 2), (3, 6, 1), (3, 6, 2)])
+def test_fuzziness_at_a_lower_rank_matches_numpy(p, K, r):
+    """VC Sec 3.2: fuzziness with Σ_B† from the top r eigenpairs, by the K×K Gram route (K ≤ p) and the p×p
+    route (K > p), equals the same trace from numpy's eigh of Σ_B (imbalanced classes: π_k weights)."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(p * 10 + K)
+    y = np.concatenate([np.arange(K), rng.integers(0, K, 60)])
+    H = 3.0 * rng.standard_normal((K, p))[y] + rng.standard_normal((len(y), p))
+    assert vc.fuzziness(H, y, rank=r) == pytest.approx(_fuzz_reference(H, y, r), rel=1e-10)
+    full = min(p, K - 1)  # generic class means: the numerical rank of Σ_B is the paper's rank
+    assert vc.fuzziness(H, y, rank="exact") == pytest.approx(_fuzz_reference(H, y, full), rel=1e-10)
+
+
+def test_collapse_degenerate_inputs_are_named_errors():
+    """VC metrics on data where they are undefined (coincident class means, all features one direction, one
+    class, mismatched accumulators, labels given twice) raise a ValueError saying which — no 0/0 or NaN."""
+    import theory.collapse as vc
+
+    y = np.array([0, 0, 1, 1])
+    same = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])  # both class means 0
+    with pytest.raises(ValueError, match="vci: Σ_B is numerically zero"):
+        vc.vci(same, y, rank="exact")
+    one_way = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [5.0, 0.0]])  # every h/‖h‖ = e₁: d̄_total = 0 exactly
+    assert vc.cosine_distances(one_way, y)["d_total"] == 0.0
+    with pytest.raises(ValueError, match="class_separation: d̄_total = 0"):
+        vc.class_separation(one_way, y)
+    one_way3 = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [5.0, 0.0], [4.0, 0.0], [9.0, 0.0]])
+    with pytest.raises(ValueError, match="metrics: d̄_total = 0"):
+        vc.metrics(one_way3, np.array([0, 0, 1, 1, 2, 2]), rank=1)
+    with pytest.raises(ValueError, match="K = 1 has no between-class variation"):
+        vc.probe_loss_lstsq(same, np.zeros(4, dtype=int))
+    a = vc.ClassStats(2, 2).update(same, y)
+    with pytest.raises(ValueError, match=r"merge: shapes differ: \(p, K\) = \(2, 2\) vs \(2, 3\)"):
+        a.merge(vc.ClassStats(2, 3))
+    with pytest.raises(ValueError, match="labels: give labels only with a feature array"):
+        vc.vci(a, y)
+    assert repr(a) == "ClassStats(n_features=2, n_classes=2, n=4)"
+
+
+def test_regime_table_bias_row_is_minus_sigma0_times_the_threshold():
+    """FG B.3 item 6: the initial bias b⁽⁰⁾ = −σ0·√(c_b log d), shown for our c_b and the paper's 4 + 2c0."""
+    d, sigma0, c0 = 100, 1e-7, 0.05
+    rows = mv.regime_table(d, 16, 3.0, 8, 800, 100, 8.0, 0.5, sigma0, sigma0, c0, c_b_coarse=2.5, c_b_fine=1.5)
+    r = next(r for r in rows if r["parameter"].startswith("bias"))
+    assert r["value"] == pytest.approx(-sigma0 * math.sqrt(2.5 * math.log(d)), rel=1e-4)
+    assert float(r["paper value at this d"]) == pytest.approx(-sigma0 * math.sqrt((4 + 2 * c0) * math.log(d)),
+                                                               rel=1e-3)
+    assert r["inside"] is False
+
+
+def test_regime_table_defaults_describe_the_default_experiment():
+    """theory.multiview.regime_table's default ι is that of sims' default FG experiment, so a
+    table built without them describes the run the package makes by default."""
+    import inspect
+
+    from sims.multiview.experiment import DEFAULTS
+
+    sig = inspect.signature(mv.regime_table).parameters
+    assert sig["iota"].default == DEFAULTS["iota"]
+    rows = mv.regime_table(100, 16, 3.0, 8, 800, 100, 8.0, 0.5, 1e-7, 1e-7)
+    assert next(r for r in rows if r["parameter"] == "iota")["value"] == DEFAULTS["iota"]
+
+
+def test_mlog_suggests_percent_only_for_percent_like_input():
+    """VC Eq 6 needs accuracies in (0, 1): the 'pass percent=True' hint is given only when some value exceeds 1
+    and all are below 100 (they look like percentages), not for 0, 1 or negative fractions."""
+    import theory.collapse as vc
+
+    for bad in ([0.0, 0.5], [1.0, 0.5], [-0.2, 0.5]):
+        with pytest.raises(ValueError, match=r"strictly inside \(0, 1\)$"):
+            vc.mlog(bad, 0.6)
+    with pytest.raises(ValueError, match=r"strictly inside \(0, 1\) \(pass percent=True"):
+        vc.mlog([1.5, 0.5], 0.6)

@@ -169,6 +169,11 @@ def paper_regime(d: int, s: float) -> dict:
     return {"iota_lower": 1.0 / L ** 4, "iota_upper": 1.0 / (s * L), "hard_noise_norm": L}
 
 
+def _sig(x: float, digits: int = 4) -> float:
+    """x rounded to significant digits (σ0-sized values would round to 0 at a fixed number of decimals)."""
+    return float(f"{x:.{digits}g}")
+
+
 def _row(name, value, condition, bound, inside):
     return {"parameter": name, "value": value, "paper condition (B.3)": condition, "paper value at this d": bound,
             "inside": inside}
@@ -201,8 +206,8 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
              f"{paper_c_b(c0):.2f}", abs(cbc - paper_c_b(c0)) < 1e-9),
         _row("c_b_fine", round(cbf, 3), "2 + 2c0 (item 6)", f"{paper_c_b(c0, True):.2f}",
              abs(cbf - paper_c_b(c0, True)) < 1e-9),
-        _row("bias b⁽⁰⁾ (coarse)", round(-sigma0 * bias_threshold(cbc, d), 5), "−σ0 √(c_b log d)",
-             f"{-sigma0 * bias_threshold(paper_c_b(c0), d):.4f}", abs(cbc - paper_c_b(c0)) < 1e-9),
+        _row("bias b⁽⁰⁾ (coarse)", _sig(-sigma0 * bias_threshold(cbc, d)), "−σ0 √(c_b log d)",
+             f"{-sigma0 * bias_threshold(paper_c_b(c0), d):.4g}", abs(cbc - paper_c_b(c0)) < 1e-9),
         _row("sigma0", sigma0, "σ0 ≤ O(1/(d³ s log d)) (item 14)", f"{1 / (d ** 3 * s * L):.1e}",
              sigma0 <= 1 / (d ** 3 * s * L)),
         _row("eta", eta, "η = Θ(σ0) (item 14)", f"η/σ0 = {eta / sigma0:.2g}", 0.1 <= eta / sigma0 <= 10),

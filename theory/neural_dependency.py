@@ -147,8 +147,6 @@ def dependencies(cov_or_logits, i: int, lam: float | None = None, *, rho: float 
         kind = "logits" if (labels is not None or g is not None or x.shape[0] != x.shape[1]) else "cov"
     if (cross is None) != (g_sq is None):
         raise ValueError("between networks from second moments needs both cross= (E[f gᵀ]) and g_sq= (E[g_i²])")
-    if kind == "auto" and cross is not None:
-        kind = "cov"
     if kind == "cov":
         if labels is not None or g is not None:
             raise ValueError("labels= and g= need the raw logits (kind='logits'), not a covariance")

@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     work = (root / a.workdir).resolve()
     tree = work / "tree"
     run.sync_tree(root, tree)
+    # mutants, their spans and their diffs come from the copy: edits of the worktree during a run touch neither
+    mutants = [m for m in run.sample(tree, modules, a.sample, a.seed) if not a.only or a.only in m.key]
+    sources = {mod: (tree / mod).read_text(encoding="utf-8") for mod in {m.module for m in mutants}}
     code_fp, test_hashes = run.fingerprints(tree)
     fp = run.state(code_fp, test_hashes)
     cached = (work / f"baseline-{code_fp}.json").exists()
@@ -84,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                     fh.write(json.dumps(r) + "\n")
                     fh.flush()
                     os.fsync(fh.fileno())
-            r = {**r, "diff": m.diff((root / m.module).read_text(encoding="utf-8"))}
+            r = {**r, "diff": m.diff(sources[m.module])}
             results.append(r)
             print(f"[{i}/{len(mutants)}] {r['outcome']:10s} {r.get('seconds', 0):6.1f} s  {m.module}:{m.line} "
                   f"{m.operator}: {m.original.strip()[:40]!r} -> {m.replacement.strip()[:40]!r}  "
