@@ -254,3 +254,16 @@ def test_a_baseline_is_reused_while_nothing_changed(tmp_path):
     kept = {"checks": {}, "tests": {}, "test_hashes": hashes}
     (tmp_path / "baseline-abc.json").write_text(json.dumps(kept))
     assert run.run_baseline(tmp_path / "tree-that-is-never-used", tmp_path, "abc", hashes) == kept
+
+
+def test_rescore_and_the_population_weighted_rate():
+    """A survivor argued equivalent after the run leaves the rate (rescore); the weighted TOTAL weights each
+    module's rate by its number of mutants, not by the (equal) sample sizes."""
+    res = [{"module": "a.py", "key": "a1", "outcome": "killed"}, {"module": "a.py", "key": "a2", "outcome": "survived"},
+           {"module": "b.py", "key": "b1", "outcome": "killed"}, {"module": "b.py", "key": "b2", "outcome": "killed"}]
+    s = report.summarize(res, {"a.py": 30, "b.py": 10})
+    assert s["TOTAL"]["kill_rate"] == 0.75 and s["TOTAL"]["weighted_kill_rate"] == pytest.approx((30 * 0.5 + 10) / 40,
+                                                                                                   abs=1e-3)
+    re = report.rescore(res, {"a2": "the same output"})
+    assert [r["outcome"] for r in re] == ["killed", "equivalent", "killed", "killed"]
+    assert report.summarize(re)["TOTAL"]["kill_rate"] == 1.0

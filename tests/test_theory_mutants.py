@@ -658,11 +658,241 @@ def test_regime_table_defaults_describe_the_default_experiment():
 
 def test_mlog_suggests_percent_only_for_percent_like_input():
     """VC Eq 6 needs accuracies in (0, 1): the 'pass percent=True' hint is given only when some value exceeds 1
-    and all are below 100 (they look like percentages), not for 0, 1 or negative fractions."""
+    and all are below 100 (they look like percentages), not for 0, 1, negative fractions, or a 100 that
+    percent=True would reject as well."""
     import theory.collapse as vc
 
-    for bad in ([0.0, 0.5], [1.0, 0.5], [-0.2, 0.5]):
+    for bad in ([0.0, 0.5], [1.0, 0.5], [-0.2, 0.5], [100.0, 50.0]):  # 100 % is outside (0, 100) too: no hint
         with pytest.raises(ValueError, match=r"strictly inside \(0, 1\)$"):
             vc.mlog(bad, 0.6)
     with pytest.raises(ValueError, match=r"strictly inside \(0, 1\) \(pass percent=True"):
         vc.mlog([1.5, 0.5], 0.6)
+
+
+def test_regime_table_every_row_against_fg_b3():
+    """FG B.3 read with O(·) constants 1 and polylog d = log d: each row shows the paper's value at this d and
+    flags ours inside exactly when the condition holds (checked on both sides of every bound)."""
+    d, c0 = 100, 0.05
+    L = math.log(d)
+
+    def rows(**kw):
+        a = dict(d=d, P=16, s=3.0, k=8, m_coarse=800, m_fine=100, lucky=8.0, noise_norm=0.5, sigma0=1e-7, eta=1e-7)
+        a.update(kw)
+        return {r["parameter"]: r for r in mv.regime_table(**a, c0=c0)}
+
+    base = rows(iota_lower=0.25, iota_upper=0.5, hard_noise_norm=2.0, steps=100, batch=64)
+    assert base["d"]["inside"] == "n/a" and base["steps"]["inside"] == "n/a" and base["steps"]["value"] == 100
+    # item 13: P σ_ζ ≥ log d  (σ_ζ = noise_norm / √d)
+    assert base["P"]["paper value at this d"] == f"P σ_ζ = {16 * 0.5 / 10:.2g} vs log d = {L:.2f}"
+    assert base["P"]["inside"] is False and rows(P=100, noise_norm=0.99 * L / 10)["P"]["inside"] is False
+    assert rows(P=100, noise_norm=1.001 * L / 10)["P"]["inside"] is True  # P·σ_ζ just above log d
+    # item 10: s ≥ log^15 d
+    assert base["s"]["paper value at this d"] == f"log^15 d = {L ** 15:.1e}"
+    assert base["s"]["inside"] is False and rows(s=L ** 15)["s"]["inside"] is True
+    assert rows(s=100.0)["s"]["inside"] is False  # 100 ≪ log^15 d ≈ 8.8e9
+    # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100)
+    assert base["k"]["paper value at this d"] == f"[{L:.2f}, {d ** 0.4:.2f}]"
+    assert [rows(k=k)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
+    # Prop 1–2 widths and item 6's c_b = 4 + 2c0 (coarse), 2 + 2c0 (fine)
+    assert base["m_coarse"]["paper value at this d"] == f"{d ** (2 + 2 * c0):.0f}"
+    assert base["m_fine"]["paper value at this d"] == f"{d ** (1 + 2 * c0):.0f}"
+    assert base["c_b_coarse"]["paper value at this d"] == f"{4 + 2 * c0:.2f}"
+    assert base["c_b_fine"]["paper value at this d"] == f"{2 + 2 * c0:.2f}"
+    on = rows(c_b_coarse=4 + 2 * c0, c_b_fine=2 + 2 * c0)
+    assert on["c_b_coarse"]["inside"] is True and on["c_b_fine"]["inside"] is True and on["bias b⁽⁰⁾ (coarse)"]["inside"]
+    off = rows(c_b_coarse=4.2, c_b_fine=2.2)
+    assert off["c_b_coarse"]["value"] == 4.2 and not off["c_b_coarse"]["inside"] and not off["c_b_fine"]["inside"]
+    # item 14: η/σ0 ∈ [0.1, 10] (Θ(1) read as one decade each way), inclusive
+    assert [rows(eta=r * 1e-7)["eta"]["inside"] for r in (0.09, 0.1, 10.0, 11.0)] == [False, True, True, False]
+    assert rows(eta=2e-7)["eta"]["paper value at this d"] == "η/σ0 = 2"
+    # item 7: ι ≤ 1/log d
+    assert base["iota"]["paper value at this d"] == f"{1 / L:.3f}"
+    assert rows(iota=1 / L)["iota"]["inside"] is True and rows(iota=1.01 / L)["iota"]["inside"] is False
+    # item 11: σ_ζ√d = 1/log^10 d (inside up to 1.5×)
+    assert base["noise norm σ_ζ√d"]["paper value at this d"] == f"{L ** -10:.1e}"
+    assert rows(noise_norm=1.5 * L ** -10)["noise norm σ_ζ√d"]["inside"] is True
+    assert base["noise norm σ_ζ√d"]["inside"] is False
+    # item 8: ι_lower ≥ 1/log⁴ d, s·ι_upper ≤ 1/log d
+    assert base["α′ lower ι_lower"]["paper value at this d"] == f"{L ** -4:.4f}" and base["α′ lower ι_lower"]["inside"]
+    assert not rows(iota_lower=0.9 * L ** -4, iota_upper=0.5)["α′ lower ι_lower"]["inside"]
+    up = base["α′ upper: s·ι_upper"]
+    assert up["value"] == 1.5 and up["paper value at this d"] == f"{1 / L:.3f}" and up["inside"] is False
+    assert rows(iota_lower=0.01, iota_upper=1 / (3.0 * L))["α′ upper: s·ι_upper"]["inside"] is True
+    lo, hi = L ** -4 * (1 - 1e-9), (1 + 1e-9) / L  # the slack edges, inclusive (s = 2: s·ι exact in binary)
+    assert rows(iota_lower=lo, iota_upper=0.5)["α′ lower ι_lower"]["inside"] is True
+    assert rows(iota_lower=lo * (1 - 1e-9), iota_upper=0.5)["α′ lower ι_lower"]["inside"] is False
+    assert rows(s=2.0, iota_lower=0.01, iota_upper=hi / 2)["α′ upper: s·ι_upper"]["inside"] is True
+    assert rows(s=2.0, iota_lower=0.01, iota_upper=hi * (1 + 1e-9) / 2)["α′ upper: s·ι_upper"]["inside"] is False
+    # item 12 (lower edge) and item 15
+    assert base["big noise σ_ζ*√d"]["inside"] is False and rows(hard_noise_norm=L)["big noise σ_ζ*√d"]["inside"]
+    edge = L * (1 - 1e-9)  # the bounds carry a 1e−9 relative slack for rounding, inclusive
+    assert rows(hard_noise_norm=edge)["big noise σ_ζ*√d"]["inside"] is True
+    assert rows(hard_noise_norm=edge * (1 - 1e-9))["big noise σ_ζ*√d"]["inside"] is False
+    assert base["batch N"]["paper value at this d"] == f"k d log d = {8 * d * L:.0f}" and not base["batch N"]["inside"]
+    assert rows(batch=math.ceil(8 * d * L))["batch N"]["inside"] is True
+    assert {"α′ lower ι_lower", "big noise σ_ζ*√d", "steps", "batch N"}.isdisjoint(rows())  # optional rows
+
+
+def test_rank_additive_planted_residual_is_minus_one_over_n():
+    """VC Thm 5.2 with rank-additive Σ_B = bbᵀ, Σ_W = wwᵀ: Tr[Σ_T⁻¹Σ_B] = 1 exactly; with Σ_T·n/(n−1) (np.cov's
+    ddof=1) it is (n−1)/n, so the planted residual is exactly −1/n."""
+    assert svc.rank_additive_equality() == 0
+    assert sp.simplify(svc.rank_additive_equality(planted=True) + 1 / sp.Symbol("n")) == 0
+
+
+def test_obs42_penrose_pattern_matches_numpy():
+    """VC Obs 4.2: which Moore–Penrose conditions X = U⁻ᵀΣ_B†U⁻¹ satisfies for Y = UΣ_BUᵀ, from sympy, equals the
+    pattern numpy finds on random numeric U of each coupling (exact zero residuals vs clearly nonzero)."""
+    rng = np.random.default_rng(11)
+    for r, p in ((1, 2), (1, 3), (2, 3)):
+        for coupling in ("none", "upper", "lower"):
+            sym = {k: all(svc.vanishes(e) for e in R) for k, R in svc.obs42_identity(r, p, coupling).items()}
+            q = p - r
+            S = rng.standard_normal((r, r))
+            S = S @ S.T + np.eye(r)
+            U = np.block([[rng.standard_normal((r, r)) + 2 * np.eye(r),
+                           rng.standard_normal((r, q)) if coupling == "upper" else np.zeros((r, q))],
+                          [rng.standard_normal((q, r)) if coupling == "lower" else np.zeros((q, r)),
+                           rng.standard_normal((q, q)) + 2 * np.eye(q)]])
+            Sb = np.zeros((p, p))
+            Sb[:r, :r] = S
+            Sbp = np.zeros((p, p))
+            Sbp[:r, :r] = np.linalg.inv(S)
+            Ui = np.linalg.inv(U)
+            X, Y = Ui.T @ Sbp @ Ui, U @ Sb @ U.T
+            num = {"YXY = Y": Y @ X @ Y - Y, "XYX = X": X @ Y @ X - X, "(YX)ᵀ = YX": (Y @ X).T - Y @ X,
+                   "(XY)ᵀ = XY": (X @ Y).T - X @ Y}
+            for k, R in num.items():
+                assert sym[k] == (np.abs(R).max() < 1e-9), (r, p, coupling, k, np.abs(R).max())
+            assert all(sym.values()) == (coupling == "none")
+
+
+def test_penrose_residuals_of_a_wrong_inverse():
+    """The four Penrose residuals of X = I for Y = diag(1, 0): YXY − Y = 0, XYX − X = diag(0, −1), the two
+    symmetry residuals 0 — so a wrong X is seen by condition 2 alone here."""
+    R = svc.penrose_residuals(sp.diag(1, 0), sp.eye(2))
+    assert list(R) == ["YXY = Y", "XYX = X", "(YX)ᵀ = YX", "(XY)ᵀ = XY"]
+    assert R["YXY = Y"] == sp.zeros(2, 2) and R["XYX = X"] == sp.diag(0, -1)
+    assert R["(YX)ᵀ = YX"] == sp.zeros(2, 2) and R["(XY)ᵀ = XY"] == sp.zeros(2, 2)
+    S = sp.Matrix([[1, 2], [0, 0]])  # non-symmetric YX with X = I: condition 3 and 4 see it
+    R = svc.penrose_residuals(S, sp.eye(2))
+    assert R["(YX)ᵀ = YX"] == S.T - S and R["(XY)ᵀ = XY"] == S.T - S
+
+
+@pytest.mark.parametrize("call, ok, bad", [
+    ("decomposition_residual", [dict(K=4, N=1, p=1), dict(K=1, N=4, p=1), dict(K=1, N=1, p=3)],
+     [(dict(K=5), "K"), (dict(N=5), "N"), (dict(p=4), "p"), (dict(K=0), "K"), (dict(N=0), "N"), (dict(p=0), "p")]),
+    ("trace_identity_residual", [dict(p=1), dict(p=4)], [(dict(p=5), "p"), (dict(p=0), "p")]),
+    ("obs42_identity", [dict(r=1, p=2), dict(r=1, p=4), dict(r=3, p=4)], [(dict(r=1, p=1), "p"), (dict(r=1, p=5), "p"),
+                                                                          (dict(r=0, p=2), "r")]),
+])
+def test_symbolic_size_caps_are_exactly_the_documented_ones(call, ok, bad):
+    """The symbolic statements accept every size up to their documented caps (decomposition K, N ≤ 4, p ≤ 3; trace
+    identity p ≤ 4; Obs 4.2 2 ≤ p ≤ 4, 1 ≤ r ≤ 3) and reject the next one with an error naming the argument."""
+    f = getattr(svc, call)
+    for kw in ok:
+        f(**kw)
+    for kw, name in bad:
+        with pytest.raises(ValueError, match=rf"^{name}: must be an integer in \["):
+            f(**kw)
+
+
+def test_labels_just_outside_the_classes_are_errors():
+    """check_labels: −1 (a padding label) and K are outside [0, K): named errors, never a silent wrap-around."""
+    import theory.collapse as vc
+
+    H = np.random.default_rng(2).standard_normal((6, 2))
+    for bad in (-1, 3):
+        y = np.array([0, 1, 2, 0, 1, bad])
+        with pytest.raises(ValueError, match=rf"label {bad} is outside \[0, 3\)"):
+            vc.ClassStats(2, 3).update(H, y)
+
+
+def test_pca_dim_svd_route_resolves_what_the_covariance_route_cannot():
+    """RD Sec 4.3: method='svd' (and 'auto' for ε < 1e−10) gets PCA eigenvalues right to ~1e−16 relative to each
+    σ_i, so λ = 1e−18·λ_max directions count at ε = 1e−19 and not at ε = 1e−17; the covariance route's absolute
+    error ~d·1e−16·λ_max could not tell these apart."""
+    rng = np.random.default_rng(4)
+    N, d = 256, 4
+    W = np.linalg.qr(rng.standard_normal((N, d)))[0] * math.sqrt(N - 1)  # centred orthonormal-ish columns
+    W -= W.mean(axis=0)
+    W = np.linalg.qr(W)[0] * math.sqrt(N - 1)
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    X = W @ np.diag([1.0, 1e-9, 1e-9, 1e-9]) @ Q.T  # PCA eigenvalues 1, 1e−18 ×3, rotated
+    for method in ("svd", "auto"):
+        assert R.pca_dim(X, eps=1e-19, method=method) == 4
+        assert R.pca_dim(X, eps=1e-17, method=method) == 1
+    assert R.pca_dim(X, eps=1e-19, method="cov") < 4  # the covariance route really is the inaccurate one here
+    # 'svd' is the SVD whatever ε: eigenvalues 1e−10·λ_max (σ ratio 1e−5) are resolved to ~1e−11 relative, so
+    # they count at ε = 1e−10·(1 − 1e−8) and not at 1e−10·(1 + 1e−8); the covariance's ~4e−6 could not split them
+    Y = W @ np.diag([1.0, 1e-5, 1e-5, 1e-5]) @ Q.T
+    assert R.pca_dim(Y, eps=1e-10 * (1 - 1e-8), method="svd") == 4
+    assert R.pca_dim(Y, eps=1e-10 * (1 + 1e-8), method="svd") == 1
+
+
+def test_covlasso_cd_one_sweep_ends_when_its_change_is_within_tol_of_one_plus_theta():
+    """ND Eq 6 by CD: the loop ends after the first sweep whose largest change is ≤ tol·(1 + max|θ|). From θ = 0
+    the first sweep changes each coordinate by its new value, so at tol = 0.5 and max|θ| ≤ 1 one sweep ends it;
+    that sweep is one Gauss–Seidel pass of soft-thresholded updates θ_j = S(b_j − Σ_{k≠j} C_jk θ_k, λ/2)/C_jj."""
+    i, lam = 2, 0.05
+    got = cl.covlasso_cd(C3, i, lam, tol=0.5, max_sweeps=1)
+    rest = [0, 1]
+    C, b = C3[np.ix_(rest, rest)], C3[rest, i]
+    t = np.zeros(2)
+    for j in range(2):
+        z = b[j] - sum(C[j, k] * t[k] for k in range(2) if k != j)
+        t[j] = np.sign(z) * max(abs(z) - lam / 2, 0.0) / C[j, j]
+    assert np.abs(t).max() <= 1 and np.abs(t).max() > 0
+    np.testing.assert_allclose(got[rest], t, rtol=1e-14, atol=0)
+    assert got[i] == -1.0
+
+
+def test_metrics_names_itself_when_fuzziness_is_undefined():
+    """VC Sec 4.3's instability at its limit: class means on a line (rank Σ_B = 1) with the paper's rank
+    min(p, K−1) = 2 leave no resolved second eigenvalue; metrics() raises a ValueError prefixed 'metrics:'."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(8)
+    y = np.repeat(np.arange(3), 20)
+    H = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])[y] + 0.1 * rng.standard_normal((60, 2))
+    H -= np.stack([H[y == k].mean(0) for k in range(3)])[y] - np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])[y]
+    with pytest.raises(ValueError, match=r"^metrics: .*Σ_B"):
+        vc.metrics(H, y)
+    assert np.isfinite(vc.metrics(H, y, rank=1)["vci"])
+
+
+def test_rtol_zero_is_a_valid_cutoff_and_one_is_not():
+    """VC metrics' rtol is a cutoff relative to λ_max in [0, 1): 0 keeps every positive eigenvalue (a plain
+    inverse for a full-rank Σ_T: the same trace as the default cutoff here), 1 would drop everything."""
+    import theory.collapse as vc
+    from theory.collapse.linalg import check_rtol
+
+    assert check_rtol(0.0) == 0.0 and check_rtol(0) == 0.0 and check_rtol(None) is None
+    rng = np.random.default_rng(9)
+    y = np.repeat(np.arange(3), 10)
+    H = rng.standard_normal((3, 4))[y] + rng.standard_normal((30, 4))
+    assert vc.trace_ratio(H, y, rtol=0.0) == pytest.approx(vc.trace_ratio(H, y), rel=1e-12)
+    for bad in (1.0, -1e-300):
+        with pytest.raises(ValueError, match=r"rtol: must lie in \[0, 1\)"):
+            vc.trace_ratio(H, y, rtol=bad)
+
+
+def test_fuzziness_gram_route_only_with_the_documented_margin():
+    """collapse/linalg.Frame.fuzz_vb at r = K − 1 ≤ p: the one-Cholesky Gram route only when the condition estimate
+    of G + qqᵀ is above 1e3·K·ε; a Σ_B with eigenvalues (1, 1, ρ) takes it at ρ = 0.1 and not at ρ = 5e−13
+    (rcond ≈ 0.6ρ < 1e3·4·ε ≈ 8.9e−13, though still resolved: ρ > 100·p·ε), and both routes give
+    Tr[Σ_B†Σ_W] = Σ_j 1/g_j for Σ_W = I, Σ_B = Σ_j g_j e_j e_jᵀ."""
+    from theory.collapse.linalg import Frame
+
+    K = p = 4
+    priors = np.full(K, 0.25)
+    U = np.array([[1, 1, -1, -1], [1, -1, 1, -1], [1, -1, -1, 1]], dtype=float).T / 2  # ⟂ q = √π = ½·1
+    for rho, route in ((0.1, "gram"), (5e-13, "eigen")):
+        g = np.array([1.0, 1.0, rho])
+        M = np.zeros((K, p))
+        M[:, :3] = U * np.sqrt(g)  # M = Σ_j √g_j u_j e_jᵀ: Σ_B = MᵀM = diag(g, 0), G = MMᵀ
+        f = Frame(M, np.eye(p), priors)
+        fz, on = f.fuzz_vb(K - 1)
+        assert f.fuzz_route[K - 1] == route, (rho, f.fuzz_route)
+        tol = 1e-12 + 10 * np.finfo(float).eps / rho  # eigh's error ε·λ_max is ε/ρ relative on the 1/ρ term
+        assert fz == pytest.approx(float(np.sum(1 / g)), rel=tol) and on == pytest.approx(3.0, rel=tol)

@@ -96,6 +96,7 @@ class Frame:
         self.K, self.p = M.shape
         self._eig_b = None
         self._fuzz: dict[int, tuple[float, float]] = {}
+        self.fuzz_route: dict[int, str] = {}  # rank r -> "gram" (one Cholesky of G + qqᵀ) or "eigen" (eigenpairs)
 
     def sigma_t(self) -> np.ndarray:
         return self.Sw + self.M.T @ self.M
@@ -171,9 +172,11 @@ class Frame:
                         qAq = float(q @ A @ q)  # zero up to rounding: Mᵀq = 0
                         Y = sla.cho_solve((L, True), A, check_finite=False)  # Gp⁻¹A
                         Z = sla.cho_solve((L, True), Y.T, check_finite=False)  # Gp⁻¹AGp⁻¹ (A symmetric)
+                        self.fuzz_route[r] = "gram"
                         return _finite((float(np.trace(Z)) - qAq) / s), float(np.trace(Y)) - qAq
         g = self.check_kept(r)
         w = self.within_on_vb(r)
+        self.fuzz_route[r] = "eigen"
         return _finite(float(np.sum(w / g))), float(np.sum(w))
 
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from tools.mutate import report, run
+from tools.mutate.mutants import generate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,11 +36,20 @@ def main(argv: list[str] | None = None) -> int:
                    "(with --sample 0: e.g. every mutant of one function)")
     p.add_argument("--list", action="store_true", help="list the sampled mutants (key and diff) and exit")
     p.add_argument("--fresh", action="store_true", help="ignore results stored for this source state")
+    p.add_argument("--rescore", metavar="JSON", help="re-read a written mutation.json with today's equivalent.toml "
+                   "(survivors argued equivalent since that run leave the rate) and print its summary; runs nothing")
     a = p.parse_args(argv)
 
     root = Path.cwd().resolve()
     if not (root / "theory").is_dir():
         raise SystemExit("mutate: run from the repository root")
+    if a.rescore:
+        old = json.loads(Path(a.rescore).read_text())
+        results = report.rescore(old["mutants"], run.load_equivalent())
+        pop = old["meta"].get("population") or {  # older reports: today's module sizes
+            mod: len(generate(mod, (root / mod).read_text(encoding="utf-8"))) for mod in old["meta"]["modules"]}
+        print(report.text(results, report.summarize(results, pop), old["meta"]))
+        return 0
     modules = run.select_modules(root, a.modules)
     mutants = [m for m in run.sample(root, modules, a.sample, a.seed) if not a.only or a.only in m.key]
     if a.list:
@@ -102,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"seed": a.seed, "sample": a.sample, "modules": modules, "mutants": len(results), "not_run": not_run,
             "seconds": time.perf_counter() - t0, "baseline_seconds": baseline_seconds, "baseline_cached": cached,
             "seconds_per_run_mutant": ran_seconds / ran if ran else 0.0, "source_state": fp,
-            "baseline_not_passing": sorted(n for n, t in base["tests"].items() if t["outcome"] != "passed")}
-    print("\n" + report.write(root / a.report, results, meta))
+            "baseline_not_passing": sorted(n for n, t in base["tests"].items() if t["outcome"] != "passed"),
+            "population": {mod: len(generate(mod, (tree / mod).read_text(encoding="utf-8"))) for mod in modules}}
+    print("\n" + report.write(root / a.report, results, meta, meta["population"]))
     print(f"written: {a.report}/mutation.json, {a.report}/mutation.txt")
     return 0
 

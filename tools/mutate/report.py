@@ -9,8 +9,12 @@ from pathlib import Path
 OUTCOMES = ("killed", "survived", "uncovered", "equivalent")
 
 
-def summarize(results: list[dict]) -> dict[str, dict]:
-    """Per module: counts of each outcome, timeouts, and the kill rate over non-equivalent mutants."""
+def summarize(results: list[dict], population: dict[str, int] | None = None) -> dict[str, dict]:
+    """Per module: counts of each outcome, timeouts, and the kill rate over non-equivalent mutants.
+
+    With ``population`` (module -> its number of mutants), TOTAL also gets ``weighted_kill_rate``: the
+    per-module rates weighted by population, the estimate for all of the modules' mutants (a sample takes the
+    same number from every module, so the plain TOTAL over-weights the small ones)."""
     out: dict[str, dict] = {}
     for r in results:
         s = out.setdefault(r["module"], {**{o: 0 for o in OUTCOMES}, "timeouts": 0, "seconds": 0.0})
@@ -27,7 +31,18 @@ def summarize(results: list[dict]) -> dict[str, dict]:
         judged = s["killed"] + s["survived"] + s["uncovered"]
         s["kill_rate"] = round(s["killed"] / judged, 3) if judged else None
         s["seconds"] = round(s["seconds"], 1)
+    if population:
+        rated = [(population[m], s["kill_rate"]) for m, s in out.items() if m in population and s["kill_rate"] is not None]
+        w = sum(n for n, _ in rated)
+        out["TOTAL"]["weighted_kill_rate"] = round(sum(n * k for n, k in rated) / w, 3) if w else None
     return out
+
+
+def rescore(results: list[dict], equivalent: dict[str, str]) -> list[dict]:
+    """The results with survivors declared equivalent since the run (equivalent.toml now) marked equivalent:
+    the kill rate the suite of that run had over the mutants now known to be non-equivalent."""
+    return [{**r, "outcome": "equivalent", "by": equivalent[r["key"]]}
+            if r["outcome"] in ("survived", "uncovered") and r["key"] in equivalent else r for r in results]
 
 
 def text(results: list[dict], summary: dict, meta: dict) -> str:
@@ -41,6 +56,8 @@ def text(results: list[dict], summary: dict, meta: dict) -> str:
         rate = "-" if s["kill_rate"] is None else f"{100 * s['kill_rate']:.0f} %"
         lines.append(f"{mod:34s} {s['killed']:6d} {s['survived']:6d} {s['uncovered']:6d} {s['equivalent']:6d} "
                      f"{s['timeouts']:4d} {rate:>9s}")
+    if summary["TOTAL"].get("weighted_kill_rate") is not None:
+        lines.append(f"{'weighted by module size':34s} {'':34s} {100 * summary['TOTAL']['weighted_kill_rate']:6.0f} %")
     lines.append("")
     lines.append("kill rate = killed / (killed + survived + uncovered); equivalent mutants (tools/mutate/equivalent.toml)"
                  " are left out; a timeout counts as killed.")
@@ -61,8 +78,8 @@ def atomic_write(path: Path, data: str) -> None:
     os.replace(tmp, path)
 
 
-def write(report_dir: Path, results: list[dict], meta: dict) -> str:
-    summary = summarize(results)
+def write(report_dir: Path, results: list[dict], meta: dict, population: dict[str, int] | None = None) -> str:
+    summary = summarize(results, population)
     body = text(results, summary, meta)
     atomic_write(report_dir / "mutation.json", json.dumps({"meta": meta, "summary": summary, "mutants": results},
                                                           indent=1))
