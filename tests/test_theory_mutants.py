@@ -730,6 +730,7 @@ def test_regime_table_every_row_against_fg_b3():
     assert rows(hard_noise_norm=edge * (1 - 1e-9))["big noise σ_ζ*√d"]["inside"] is False
     assert base["batch N"]["paper value at this d"] == f"k d log d = {8 * d * L:.0f}" and not base["batch N"]["inside"]
     assert rows(batch=math.ceil(8 * d * L))["batch N"]["inside"] is True
+    assert rows(batch=1000)["batch N"]["inside"] is False  # 1000 < k d log d ≈ 3684
     assert {"α′ lower ι_lower", "big noise σ_ζ*√d", "steps", "batch N"}.isdisjoint(rows())  # optional rows
 
 
@@ -896,3 +897,89 @@ def test_fuzziness_gram_route_only_with_the_documented_margin():
         assert f.fuzz_route[K - 1] == route, (rho, f.fuzz_route)
         tol = 1e-12 + 10 * np.finfo(float).eps / rho  # eigh's error ε·λ_max is ε/ρ relative on the 1/ρ term
         assert fz == pytest.approx(float(np.sum(1 / g)), rel=tol) and on == pytest.approx(3.0, rel=tol)
+
+
+def test_spiked_top_singular_bbp_threshold_and_continuity():
+    """BBP (RD's random-matrix baseline): below θ = γ^{1/4} the top singular value is the bulk edge 1 + √γ; above
+    it √((1+θ²)(γ+θ²))/θ, which equals the edge at the threshold (continuity) and exceeds it beyond."""
+    g = 0.25
+    edge = 1 + math.sqrt(g)
+    thr = g**0.25
+    assert R.spiked_top_singular(0.6, g) == edge  # 0.6 < γ^{1/4} ≈ 0.707: no outlier yet
+    assert R.spiked_top_singular(thr, g) == pytest.approx(edge, rel=1e-15)
+    f = lambda t: math.sqrt((1 + t * t) * (g + t * t)) / t  # noqa: E731
+    assert f(thr) == pytest.approx(edge, rel=1e-12)  # the two branches meet at the threshold
+    for t in (0.8, 2.0):
+        assert R.spiked_top_singular(t, g) == pytest.approx(f(t), rel=1e-14) and f(t) > edge
+
+
+def test_unscale_keeps_the_smallest_normal_and_rejects_below():
+    """stats.unscale: x·2^e exactly; a largest entry equal to the smallest normal (2^−1022) is kept, one below it
+    (subnormal: precision lost) is an error naming the quantity."""
+    from theory.collapse.stats import unscale
+
+    assert unscale(np.array([1.0, 0.5]), -1022, "q")[0] == np.finfo(float).tiny
+    with pytest.raises(ValueError, match="q: underflows float64"):
+        unscale(np.array([1.0, 0.5]), -1023, "q")
+
+
+def test_linear_error_matches_a_patchwise_monte_carlo():
+    """FG App B.2's ideal linear classifier, simulated patch by patch: P patches in R^(2+2k) with orthonormal
+    features, u = v₊ + Σ_j v₊,ⱼ − v₋ − Σ_j v₋,ⱼ, n ~ the feature-patch count pmf, every patch
+    carrying N(0, σ_ζ² I) noise, feature strengths α ~ U[1 − ι, 1 + ι]; error = P(F₊ − F₋ < 0), a coin flip when
+    n = 0. linear_error agrees within 4 Monte-Carlo standard deviations."""
+    rng = np.random.default_rng(12)
+    P, s, k, N = 4, 1.5, 1, 400_000
+    d = 2 + 2 * k
+    u = np.concatenate([np.ones(1 + k), -np.ones(1 + k)])  # in the basis (v₊, v₊,ⱼ, v₋, v₋,ⱼ)
+    _, total = mv.patch_count_pmf(P, s)
+    for sz, iota in ((0.3, 0.0), (0.1, 0.6)):  # noise-dominated; the feature strengths α ~ U[1 − ι, 1 + ι] matter
+        n = rng.choice(P + 1, size=N, p=total)
+        X = sz * rng.standard_normal((N, P, d))
+        feat = np.arange(P)[None, :] < n[:, None]  # the first n patches carry a '+' feature (v₊ or a v₊,ⱼ)
+        alpha = rng.uniform(1 - iota, 1 + iota, (N, P))
+        X[:, :, 0] += feat * alpha  # ⟨u, v⟩ = 1 for every '+' feature: v₊ stands for all of them
+        F = (X @ u).sum(axis=1)
+        vals = np.where(n > 0, F < 0, 0.5)
+        want = mv.linear_error(P, s, k, sz, iota)
+        assert abs(vals.mean() - want) < 4 * vals.std() / math.sqrt(N), (sz, iota, vals.mean(), want)
+
+
+def test_theta_floor_with_null_tol_uses_the_declared_null_space():
+    """ND A28 on K with eigenvalues (0.046, 0.44, 1)·λ_max: by default θ*(0) = −K⁻¹e_i/(K⁻¹)_ii; with
+    null_tol = 0.06 the smallest direction is declared an exact dependency and θ = −P_N e_i/(P_N)_ii (P_N the
+    projector on that null space) — both against numpy, and the floor is then 0."""
+    K = np.array([[1, 0.9, 0.3], [0.9, 1, 0.2], [0.3, 0.2, 1.0]])
+    Ki = np.linalg.inv(K)
+    np.testing.assert_allclose(dep.theta_floor(K, 0), -Ki[:, 0] / Ki[0, 0], rtol=1e-12)
+    w, U = np.linalg.eigh(K)
+    PN = np.outer(U[:, 0], U[:, 0])
+    np.testing.assert_allclose(dep.theta_floor(K, 0, null_tol=0.06), -PN[:, 0] / PN[0, 0], rtol=1e-12)
+    assert dep.error_floor(K, null_tol=0.06)[0] == 0.0
+
+
+def test_nd_generic_symmetric_needs_a_positive_size():
+    """symbolic/nd: the generic symmetric n×n Cov needs n ≥ 1 (n = 0 is an error, not an empty matrix)."""
+    from theory.symbolic import nd as snd
+
+    assert snd.generic_symmetric(1).shape == (1, 1)
+    with pytest.raises(ValueError, match="n: must be a positive integer"):
+        snd.generic_symmetric(0)
+
+
+def test_pca_dim_counts_at_most_n_minus_one_eigenvalues():
+    """RD Sec 4.3: N centred samples span at most N − 1 directions, so PCA has min(N − 1, d) eigenvalues; the
+    N-th singular value of the centred data is rounding and never counts, even at ε = 1e−300."""
+    X = np.random.default_rng(13).standard_normal((5, 10))
+    assert R.pca_dim(X, eps=1e-300) == 4
+    assert R.pca_dim(X, eps=1e-300, method="cov") <= 4
+
+
+def test_covlasso_accepts_the_smallest_normal_diagonal():
+    """ND Eq 6 is scale-invariant: Cov·2^−1022 (smallest diagonal exactly the smallest normal float64) gives the
+    same θ̂ at λ scaled alike; only a subnormal diagonal (precision lost) is an error."""
+    T = np.finfo(float).tiny
+    c = C3 * T  # diag (2, 1, 1.5)·2^−1022, all normal
+    np.testing.assert_allclose(cl.covlasso(c, 0, 0.1 * T), cl.covlasso(C3, 0, 0.1), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="subnormal"):
+        cl.covlasso(C3 * (T / 2), 0, 0.05 * T)
