@@ -983,3 +983,118 @@ def test_covlasso_accepts_the_smallest_normal_diagonal():
     np.testing.assert_allclose(cl.covlasso(c, 0, 0.1 * T), cl.covlasso(C3, 0, 0.1), rtol=1e-12, atol=1e-15)
     with pytest.raises(ValueError, match="subnormal"):
         cl.covlasso(C3 * (T / 2), 0, 0.05 * T)
+
+
+def test_eps_max_low_rank_with_an_absolute_rank_tolerance():
+    """RD Thm 1: ε_max = σ_r/σ_1 with r the rank at the given absolute tolerance; any finite rank_tol ≥ 0 is
+    valid (0.5 here: rank 2 of diag(3, 2, 1e−3), so ε_max = 2/3), a negative one is an error."""
+    W = np.diag([3.0, 2.0, 1e-3])
+    assert R.eps_max_low_rank(W, rank_tol=0.5) == pytest.approx(2 / 3, rel=1e-15)
+    assert R.eps_max_low_rank(W, rank_tol=0.0) == pytest.approx(1e-3 / 3, rel=1e-12)
+    with pytest.raises(ValueError, match="rank_tol: must be finite and >= 0"):
+        R.eps_max_low_rank(W, rank_tol=-1e-300)
+
+
+def test_metrics_exact_rank_vci_is_the_invariant_frames():
+    """VC Def 5.3 with rank='exact' is invariant to per-feature scales, so metrics()['vci'] uses the equilibrated
+    frame's rank like vci(): class means along a feature of scale 1e−9 are rank 2 there, though the features'
+    own Σ_B has a 1e−18·λ_max eigenvalue (rank 1 at the max(p, K)·ε cutoff, which fuzziness uses)."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(14)
+    y = np.repeat(np.arange(3), 30)
+    H = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])[y] + 0.3 * rng.standard_normal((90, 2))
+    H[:, 1] *= 1e-9
+    m = vc.metrics(H, y, rank="exact")
+    assert m["vci"] == pytest.approx(vc.vci(H, y, rank="exact"), rel=1e-12)
+    assert m["vci"] == pytest.approx(vc.vci(H, y), rel=1e-12)  # exact rank 2 = the paper's min(p, K − 1)
+
+
+def test_rank_zero_is_not_a_valid_rank():
+    """VC metrics' explicit rank is an int in [1, min(p, K−1)]: 0 is the argument's error, not 'Σ_B is zero'."""
+    import theory.collapse as vc
+
+    y = np.repeat(np.arange(3), 5)
+    H = np.random.default_rng(15).standard_normal((15, 3)) + np.eye(3)[y]
+    for f in (vc.vci, vc.fuzziness):
+        with pytest.raises(ValueError, match=r"rank: an int must lie in \[1, min\(p, K-1\)\] = \[1, 2\], got 0"):
+            f(H, y, rank=0)
+
+
+def test_probe_loss_lstsq_with_a_constant_feature():
+    """A constant feature carries nothing (the probe has a bias): probe_loss_lstsq equals probe_loss without it."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(16)
+    y = np.repeat(np.arange(3), 10)
+    H = rng.standard_normal((30, 2)) + np.eye(3, 2)[y]
+    Hc = np.column_stack([H, np.full(30, 7.0)])
+    assert vc.probe_loss_lstsq(Hc, y) == pytest.approx(vc.probe_loss(vc.ClassStats.from_features(H, y)), abs=1e-12)
+
+
+def test_inverse_diagonal_names_a_dead_category():
+    """ND Eq 5's err_i = 1/(Cov⁻¹)_ii needs Cov⁻¹: a category with Cov_jj = 0 is named in the error."""
+    with pytest.raises(ValueError, match=r"cov: Cov\[1,1\] = 0: singular"):
+        dep.inverse_diagonal(np.diag([1.0, 0.0, 2.0]))
+    np.testing.assert_allclose(dep.inverse_diagonal(C3), np.diag(np.linalg.inv(C3)), rtol=1e-14)
+
+
+def test_floor_residuals_default_target_is_category_zero():
+    """ND A15/A30 symbolic residuals: the default target i = 0 is valid and gives the same residuals as i=0."""
+    from theory.symbolic import nd as snd
+
+    a, b = snd.floor_residuals(2), snd.floor_residuals(2, 0)
+    assert a.keys() == b.keys() and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
+
+
+def test_spectra_are_numpys_eigenvalues_of_sigma_b_and_sigma_t():
+    """VC Fig 2: the descending eigenvalues of Σ_B = Σ_k π_k(μ_k − μ_G)(μ_k − μ_G)ᵀ and of Σ_T (np.cov with
+    ddof=0), all p of them, in the features' units."""
+    import theory.collapse as vc
+
+    rng = np.random.default_rng(17)
+    y = np.concatenate([np.arange(4), rng.integers(0, 4, 50)])
+    H = 2.0 * rng.standard_normal((4, 5))[y] + rng.standard_normal((len(y), 5))
+    mu = np.stack([H[y == k].mean(0) for k in range(4)])
+    pi = np.bincount(y) / len(y)
+    D = mu - pi @ mu
+    out = vc.spectra(H, y)
+    np.testing.assert_allclose(out["sigma_b"], np.linalg.eigvalsh((D * pi[:, None]).T @ D)[::-1], rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(out["sigma_t"], np.linalg.eigvalsh(np.cov(H.T, ddof=0))[::-1], rtol=1e-10)
+
+
+def test_centred_is_the_second_moment_minus_the_mean_outer_product():
+    """symbolic/nd.centred (the planted 'centred covariance' of the ND checks): C − μμᵀ entry by entry."""
+    from theory.symbolic import nd as snd
+
+    C = snd.generic_symmetric(2)
+    Cc = snd.centred(C)
+    m0, m1 = sp.symbols("mu0 mu1")
+    assert sp.expand(Cc[0, 1] - (C[0, 1] - m0 * m1)) == 0 and sp.expand(Cc[1, 1] - (C[1, 1] - m1**2)) == 0
+
+
+def test_obs42_identity_defaults_are_the_papers_2d_example():
+    """VC Obs 4.2's defaults r = 1, p = 2, coupling 'none' (the paper's 2-D setting): 2×2 residuals, all ≡ 0."""
+    R2 = svc.obs42_identity()
+    assert all(M.shape == (2, 2) for M in R2.values())
+    assert all(svc.vanishes(e) for M in R2.values() for e in M)
+    assert svc.obs42_identity_holds() and not svc.obs42_identity_holds(coupling="upper")
+
+
+def test_linear_error_planted_is_the_one_patch_noise_formula():
+    """FG App B.2's negative control: the planted claim lets only one patch's noise in (P → 1 in the noise
+    variance, the signal variance nι²/3 unchanged): Σ_n pmf(n)·Q(n/√(σ_ζ²(2+2k) + nι²/3)), ½ at n = 0."""
+    P, s, k, sz, iota = 8, 3.0, 2, 0.4, 0.3
+    _, total = mv.patch_count_pmf(P, s)
+    n = np.arange(P + 1)
+    q = np.where(n > 0, stats.norm.sf(n / np.sqrt(sz**2 * (2 + 2 * k) + n * iota**2 / 3)), 0.5)
+    assert mv.linear_error(P, s, k, sz, iota, planted=True) == pytest.approx(float(total @ q), rel=1e-12)
+
+
+def test_vc_generic_symmetric_size_cap():
+    """symbolic/vc.generic_symmetric: 1 ≤ p ≤ 6 (the symbolic cost cap), p = 7 is an error naming p."""
+    assert svc.generic_symmetric(6, "x").shape == (6, 6) and svc.generic_symmetric(1, "x").shape == (1, 1)
+    for bad in (0, 7):
+        with pytest.raises(ValueError, match=r"^p: must be an integer in \[1, 6\]"):
+            svc.generic_symmetric(bad, "x")
