@@ -267,3 +267,23 @@ def test_rescore_and_the_population_weighted_rate():
     re = report.rescore(res, {"a2": "the same output"})
     assert [r["outcome"] for r in re] == ["killed", "equivalent", "killed", "killed"]
     assert report.summarize(re)["TOTAL"]["kill_rate"] == 1.0
+
+
+def test_every_equivalence_entry_names_a_mutant_of_todays_source_on_its_line():
+    """equivalent.toml: each key names a mutant that exists now, and its `line` is that mutant's source line —
+    so an edit that moves a key's #k onto another mutant (or removes it) fails here instead of silently
+    excusing a different mutant."""
+    import tomllib
+
+    entries = tomllib.loads(run.EQUIVALENT_FILE.read_text(encoding="utf-8"))["mutant"]
+    root = Path(__file__).resolve().parents[1]
+    by_module: dict[str, dict] = {}
+    for e in entries:
+        mod = e["key"].split("::")[0]
+        if mod not in by_module:
+            src = (root / mod).read_text(encoding="utf-8")
+            by_module[mod] = (src, {m.key: m for m in generate(mod, src)})
+        src, ms = by_module[mod]
+        assert e["key"] in ms, f"no such mutant today: {e['key']}"
+        assert "line" in e and run.equivalent_applies(ms[e["key"]], src, e["line"]), \
+            f"{e['key']} now mutates `{src.splitlines()[ms[e['key']].line - 1].strip()}`, not `{e.get('line')}`"

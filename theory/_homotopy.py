@@ -74,6 +74,27 @@ def _refresh(cov, i, mu, act, sgn, k, L, t, c, work, rhs):
 
 
 @njit(cache=True)
+def _largest_free(c, state):
+    """(j, |c_j|) for the largest |c_j| over the inactive categories (state 0); (−1, 0.0) if all are 0."""
+    jm = -1
+    best = 0.0
+    for j in range(c.shape[0]):
+        if state[j] == 0 and abs(c[j]) > best:
+            best = abs(c[j])
+            jm = j
+    return jm, best
+
+
+@njit(cache=True)
+def _enter_first(cov, c, j, L, act, sgn, state):
+    """Start the active set with category j alone: L = [√Cov_jj], its sign that of its correlation c_j."""
+    L[0, 0] = np.sqrt(cov[j, j])
+    act[0] = j
+    sgn[0] = 1.0 if c[j] > 0 else -1.0
+    state[j] = 1
+
+
+@njit(cache=True)
 def _homotopy(cov, i, mu_stop, record, max_steps):
     """LARS-lasso homotopy for Eq 6 from μ = ‖b̂‖_∞ down to μ_stop = λ/2.
 
@@ -93,12 +114,7 @@ def _homotopy(cov, i, mu_stop, record, max_steps):
     mus = np.empty(cap)
     ths = np.empty((cap, n if record else 1))
     nrec = 0
-    mu = 0.0
-    jmax = -1
-    for j in range(n):
-        if j != i and abs(c[j]) > mu:
-            mu = abs(c[j])
-            jmax = j
+    jmax, mu = _largest_free(c, state)
     if record:
         mus[0] = mu
         for j in range(n):
@@ -115,10 +131,7 @@ def _homotopy(cov, i, mu_stop, record, max_steps):
         a = np.empty(n)
         rhs = np.empty(n)
         w = np.empty(n)
-        L[0, 0] = np.sqrt(cov[jmax, jmax])
-        act[0] = jmax
-        sgn[0] = 1.0 if c[jmax] > 0 else -1.0
-        state[jmax] = 1
+        _enter_first(cov, c, jmax, L, act, sgn, state)
         k = 1
         last_dropped = -1
         steps = 0
@@ -259,20 +272,12 @@ def _homotopy(cov, i, mu_stop, record, max_steps):
             if k == 0:
                 # every coefficient left: restart from the largest correlation (cannot happen for μ < μ_max
                 # in exact arithmetic; kept so the loop never solves with an empty factor)
-                jm = -1
-                best = 0.0
-                for j in range(n):
-                    if state[j] == 0 and abs(c[j]) > best:
-                        best = abs(c[j])
-                        jm = j
+                jm, best = _largest_free(c, state)  # the same start as at μ_max
                 if jm < 0 or best <= mu_stop:
                     mu = mu_stop
                     break
                 mu = best
-                L[0, 0] = np.sqrt(cov[jm, jm])
-                act[0] = jm
-                sgn[0] = 1.0 if c[jm] > 0 else -1.0
-                state[jm] = 1
+                _enter_first(cov, c, jm, L, act, sgn, state)
                 k = 1
         if k > 0:
             _refresh(cov, i, mu, act, sgn, k, L, t, c, w, rhs)  # exact θ̂_A at the final μ

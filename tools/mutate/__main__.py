@@ -70,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     cached = (work / f"baseline-{code_fp}.json").exists()
     base = run.run_baseline(tree, work, code_fp, test_hashes)
     baseline_seconds = time.perf_counter() - t0
-    equivalent = run.load_equivalent()
+    equivalent, eq_lines = run.load_equivalent(), run.load_equivalent(lines=True)
+    for m in mutants:
+        if m.key in equivalent and not run.equivalent_applies(m, sources[m.module], eq_lines[m.key]):
+            print(f"mutate: equivalent.toml's {m.key} was argued for `{eq_lines[m.key]}`, which is no longer its "
+                  "line: judged as any other mutant (update the entry)", flush=True)
+            del equivalent[m.key]
     store = work / f"results-{fp}.jsonl"
     done = {} if a.fresh or not store.exists() else \
         {r["key"]: r for r in map(json.loads, store.read_text().splitlines()) if r}

@@ -77,12 +77,19 @@ def sample(root: Path, modules: list[str], n: int, seed: int) -> list[Mutant]:
     return out
 
 
-def load_equivalent() -> dict[str, str]:
-    """Mutant key -> the argument that it cannot change any result (``equivalent.toml``)."""
+def load_equivalent(lines: bool = False) -> dict:
+    """Mutant key -> the argument that it cannot change any result (``equivalent.toml``); with ``lines``,
+    key -> the stripped source line the argument was written for (its ``line``), or None."""
     if not EQUIVALENT_FILE.exists():
         return {}
     data = tomllib.loads(EQUIVALENT_FILE.read_text(encoding="utf-8"))
-    return {e["key"]: e["reason"] for e in data.get("mutant", [])}
+    return {e["key"]: (e.get("line") if lines else e["reason"]) for e in data.get("mutant", [])}
+
+
+def equivalent_applies(m: Mutant, source: str, line: str | None) -> bool:
+    """Whether an equivalence entry still describes mutant ``m``: its key's #k counts same-text mutants in the
+    unit, so an edit of the unit can move the key onto another mutant; ``line`` pins the one it was argued for."""
+    return line is None or source.splitlines()[m.line - 1].strip() == line
 
 
 # ----------------------------------------------------------------------------- the copy of the tree
