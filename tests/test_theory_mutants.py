@@ -13,6 +13,7 @@ import pytest
 import sympy as sp
 from scipy import integrate, special, stats
 
+import theory.collapse as vc
 import theory.covlasso as cl
 import theory.dependency as dep
 import theory.multiview as mv
@@ -341,8 +342,6 @@ def test_lucky_set_sizes_smallest_d():
 def test_metrics_at_once_equal_the_metrics_one_by_one():
     """:func:`metrics` shares one eigendecomposition between the metrics; each value must be the one its own
     function computes (VC Def 5.3, Thm 5.2, Eq 4, Sec 3.2)."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(8)
     y = np.repeat(np.arange(4), 30)
     X = rng.standard_normal((120, 6)) + 2.0 * rng.standard_normal((4, 6))[y]
@@ -423,8 +422,6 @@ def test_set_numba_cache_dir_returns_the_folder_in_use(monkeypatch, tmp_path):
 def test_probe_loss_balanced_limits():
     """VC Thm 5.1 (balanced): the loss is 0 at full collapse, where Tr[Σ_T†Σ_B] = rank Σ_B = K − 1, and
     1/2 − 1/(2K) when the means carry no signal (Tr = 0); K = 1 has no between-class variation."""
-    import theory.collapse as vc
-
     for K in (2, 3, 10):
         assert vc.probe_loss_balanced(K - 1, K) == pytest.approx(0.0, abs=1e-15)
         assert vc.probe_loss_balanced(0.0, K) == pytest.approx(0.5 - 0.5 / K, rel=1e-15)
@@ -455,8 +452,6 @@ def test_replaced_logit_metrics_rejects_non_integer_labels():
 
 def test_mlog_closed_form_and_type():
     """VC Eq 6: mean log-odds of the downstream accuracies minus the pre-training log-odds; a float for one row."""
-    import theory.collapse as vc
-
     d, q = np.array([0.5, 0.8]), 0.6
     want = np.mean(np.log(d / (1 - d))) - np.log(q / (1 - q))
     out = vc.mlog(d, q)
@@ -473,8 +468,6 @@ def test_linear_error_default_has_no_feature_strength_noise():
 
 
 def test_mlog_percent_hint_and_lambda_max_overflow():
-    import theory.collapse as vc
-
     with pytest.raises(ValueError, match="pass percent=True"):
         vc.mlog([50.0, 99.5], 60.0)  # percentages given as fractions: the error says so
     c = np.array([[1e308, 0.9e308], [0.9e308, 1e308]])
@@ -596,8 +589,6 @@ def _fuzz_reference(H, y, r):
 def test_fuzziness_at_a_lower_rank_matches_numpy(p, K, r):
     """VC Sec 3.2: fuzziness with Σ_B† from the top r eigenpairs, by the K×K Gram route (K ≤ p) and the p×p
     route (K > p), equals the same trace from numpy's eigh of Σ_B (imbalanced classes: π_k weights)."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(p * 10 + K)
     y = np.concatenate([np.arange(K), rng.integers(0, K, 60)])
     H = 3.0 * rng.standard_normal((K, p))[y] + rng.standard_normal((len(y), p))
@@ -609,8 +600,6 @@ def test_fuzziness_at_a_lower_rank_matches_numpy(p, K, r):
 def test_collapse_degenerate_inputs_are_named_errors():
     """VC metrics on data where they are undefined (coincident class means, all features one direction, one
     class, mismatched accumulators, labels given twice) raise a ValueError saying which — no 0/0 or NaN."""
-    import theory.collapse as vc
-
     y = np.array([0, 0, 1, 1])
     same = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])  # both class means 0
     with pytest.raises(ValueError, match="vci: Σ_B is numerically zero"):
@@ -660,8 +649,6 @@ def test_mlog_suggests_percent_only_for_percent_like_input():
     """VC Eq 6 needs accuracies in (0, 1): the 'pass percent=True' hint is given only when some value exceeds 1
     and all are below 100 (they look like percentages), not for 0, 1, negative fractions, or a 100 that
     percent=True would reject as well."""
-    import theory.collapse as vc
-
     for bad in ([0.0, 0.5], [1.0, 0.5], [-0.2, 0.5], [100.0, 50.0]):  # 100 % is outside (0, 100) too: no hint
         with pytest.raises(ValueError, match=r"strictly inside \(0, 1\)$"):
             vc.mlog(bad, 0.6)
@@ -800,8 +787,6 @@ def test_symbolic_size_caps_are_exactly_the_documented_ones(call, ok, bad):
 
 def test_labels_just_outside_the_classes_are_errors():
     """check_labels: −1 (a padding label) and K are outside [0, K): named errors, never a silent wrap-around."""
-    import theory.collapse as vc
-
     H = np.random.default_rng(2).standard_normal((6, 2))
     for bad in (-1, 3):
         y = np.array([0, 1, 2, 0, 1, bad])
@@ -851,8 +836,6 @@ def test_covlasso_cd_one_sweep_ends_when_its_change_is_within_tol_of_one_plus_th
 def test_metrics_names_itself_when_fuzziness_is_undefined():
     """VC Sec 4.3's instability at its limit: class means on a line (rank Σ_B = 1) with the paper's rank
     min(p, K−1) = 2 leave no resolved second eigenvalue; metrics() raises a ValueError prefixed 'metrics:'."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(8)
     y = np.repeat(np.arange(3), 20)
     H = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])[y] + 0.1 * rng.standard_normal((60, 2))
@@ -865,7 +848,6 @@ def test_metrics_names_itself_when_fuzziness_is_undefined():
 def test_rtol_zero_is_a_valid_cutoff_and_one_is_not():
     """VC metrics' rtol is a cutoff relative to λ_max in [0, 1): 0 keeps every positive eigenvalue (a plain
     inverse for a full-rank Σ_T: the same trace as the default cutoff here), 1 would drop everything."""
-    import theory.collapse as vc
     from theory.collapse.linalg import check_rtol
 
     assert check_rtol(0.0) == 0.0 and check_rtol(0) == 0.0 and check_rtol(None) is None
@@ -999,8 +981,6 @@ def test_metrics_exact_rank_vci_is_the_invariant_frames():
     """VC Def 5.3 with rank='exact' is invariant to per-feature scales, so metrics()['vci'] uses the equilibrated
     frame's rank like vci(): class means along a feature of scale 1e−9 are rank 2 there, though the features'
     own Σ_B has a 1e−18·λ_max eigenvalue (rank 1 at the max(p, K)·ε cutoff, which fuzziness uses)."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(14)
     y = np.repeat(np.arange(3), 30)
     H = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])[y] + 0.3 * rng.standard_normal((90, 2))
@@ -1012,8 +992,6 @@ def test_metrics_exact_rank_vci_is_the_invariant_frames():
 
 def test_rank_zero_is_not_a_valid_rank():
     """VC metrics' explicit rank is an int in [1, min(p, K−1)]: 0 is the argument's error, not 'Σ_B is zero'."""
-    import theory.collapse as vc
-
     y = np.repeat(np.arange(3), 5)
     H = np.random.default_rng(15).standard_normal((15, 3)) + np.eye(3)[y]
     for f in (vc.vci, vc.fuzziness):
@@ -1023,8 +1001,6 @@ def test_rank_zero_is_not_a_valid_rank():
 
 def test_probe_loss_lstsq_with_a_constant_feature():
     """A constant feature carries nothing (the probe has a bias): probe_loss_lstsq equals probe_loss without it."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(16)
     y = np.repeat(np.arange(3), 10)
     H = rng.standard_normal((30, 2)) + np.eye(3, 2)[y]
@@ -1050,8 +1026,6 @@ def test_floor_residuals_default_target_is_category_zero():
 def test_spectra_are_numpys_eigenvalues_of_sigma_b_and_sigma_t():
     """VC Fig 2: the descending eigenvalues of Σ_B = Σ_k π_k(μ_k − μ_G)(μ_k − μ_G)ᵀ and of Σ_T (np.cov with
     ddof=0), all p of them, in the features' units."""
-    import theory.collapse as vc
-
     rng = np.random.default_rng(17)
     y = np.concatenate([np.arange(4), rng.integers(0, 4, 50)])
     H = 2.0 * rng.standard_normal((4, 5))[y] + rng.standard_normal((len(y), 5))

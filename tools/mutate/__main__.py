@@ -51,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         print(report.text(results, report.summarize(results, pop), old["meta"]))
         return 0
     modules = run.select_modules(root, a.modules)
-    mutants = [m for m in run.sample(root, modules, a.sample, a.seed) if not a.only or a.only in m.key]
+
+    def sampled(src: Path) -> list:
+        return [m for m in run.sample(src, modules, a.sample, a.seed) if not a.only or a.only in m.key]
+
     if a.list:
+        mutants = sampled(root)
         for m in mutants:
             print(f"{m.key}  (line {m.line})\n{m.diff((root / m.module).read_text(encoding='utf-8'))}")
         print(f"{len(mutants)} mutants in {len(modules)} modules")
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     tree = work / "tree"
     run.sync_tree(root, tree)
     # mutants, their spans and their diffs come from the copy: edits of the worktree during a run touch neither
-    mutants = [m for m in run.sample(tree, modules, a.sample, a.seed) if not a.only or a.only in m.key]
+    mutants = sampled(tree)
     sources = {mod: (tree / mod).read_text(encoding="utf-8") for mod in {m.module for m in mutants}}
     code_fp, test_hashes = run.fingerprints(tree)
     fp = run.state(code_fp, test_hashes)
