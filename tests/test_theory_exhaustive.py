@@ -88,7 +88,7 @@ def test_check_kept_is_relative_to_the_largest_eigenvalue():
             if ok:
                 np.testing.assert_allclose(f.check_kept(2), [c, small * c], rtol=1e-12)
             else:
-                with pytest.raises(ValueError, match="eigenvalue 2 of Σ_B"):
+                with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 1e-15·λ_max"):
                     f.check_kept(2)
 
 
@@ -111,3 +111,109 @@ def test_rank_arg_exact_uses_the_matrix_rank_tolerance():
     assert rank_arg("exact", K, p, np.array([1.0, 8.0 * eps, 0.0])) == 2        # 8ε > 4ε: resolved
     assert rank_arg("exact", K, p, np.array([8.0, 16.0 * eps, 0.0])) == 1       # relative to λ_max = 8
     assert rank_arg("exact", K, p, np.array([1.0, 2.0 * eps, 0.0]), rtol=eps) == 2  # an explicit rtol replaces it
+
+
+# ---------------------------------------------------------------------------------------------- theory/_homotopy.py
+def _star(m, seed):
+    """Cov = I plus a first row/column c (|c| distinct, Σc² < 1 so Cov ≻ 0): categories 1..m are orthonormal and
+    correlate with category 0 only. ND Eq 6 for i = 0 then separates: θ_j(λ) = sign(c_j)·max(|c_j| − λ/2, 0)."""
+    rng = np.random.default_rng(seed)
+    w = rng.permutation(np.arange(1, m + 1)) + rng.uniform(0.1, 0.9, m)  # distinct magnitudes
+    c = rng.choice([-1.0, 1.0], m) * 0.99 * np.sqrt(w / w.sum())
+    cov = np.eye(m + 1)
+    cov[0, 1:] = cov[1:, 0] = c
+    return cov, c
+
+
+@pytest.mark.parametrize("m", [1, 2, 31, 32, 33, 62, 63, 64, 65, 66, 130])
+def test_path_of_a_separable_problem_is_soft_thresholding(m):
+    """The exact path on the separable problem: breakpoints λ_k = 2|c|_(k) (one join each, no drop), then λ = 0,
+    and θ at every breakpoint is the soft-threshold. The sizes cross the kernel's buffers (32 active rows of the
+    factor; 64 recorded breakpoints, and the final record at exactly 64), where a wrong capacity would write out
+    of bounds or lose a breakpoint."""
+    from theory.covlasso import covlasso, covlasso_path
+    cov, c = _star(m, seed=m)
+    p = covlasso_path(cov, 0)
+    a = np.sort(np.abs(c))[::-1]
+    np.testing.assert_allclose(p.breakpoints, np.r_[2 * a, 0.0], rtol=1e-13, atol=1e-15)
+    want = np.sign(c) * np.maximum(np.abs(c)[None, :] - p.breakpoints[:, None] / 2, 0.0)
+    np.testing.assert_allclose(p.coefs[:, 1:], want, rtol=1e-12, atol=1e-14)
+    assert np.all(p.coefs[:, 0] == -1.0)
+    assert [s.size for s in p.supports] == list(range(m)) + [m]
+    lam = a[m // 2] + a[min(m // 2 + 1, m - 1)]  # between two breakpoints
+    np.testing.assert_allclose(covlasso(cov, 0, lam)[1:], np.sign(c) * np.maximum(np.abs(c) - lam / 2, 0.0),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_spectra_with_a_class_indicator_feature_beside_a_tiny_one():
+    """VC Fig 2's spectra in the features' units when one feature is constant within each class (Σ_W,11 = 0 exactly,
+    a label-like feature) and another lives at 1e−155: the original frame's unit is set by the largest diagonal of
+    Σ_T (here Σ_B's), not of Σ_W alone, or the class-indicator column is scaled up by ~2^515 and Σ_B overflows."""
+    rng = np.random.default_rng(0)
+    K, n = 3, 20
+    y = np.repeat(np.arange(K), n)
+    X = np.c_[y.astype(float), 1e-155 * rng.standard_normal(K * n)]
+    import theory.collapse as vc
+    s = vc.spectra(X, y)
+    mu = np.array([X[y == k].mean(axis=0) for k in range(K)])
+    M = mu - mu.mean(axis=0)
+    assert s["sigma_b"][0] == pytest.approx(np.linalg.eigvalsh(M.T @ M / K)[-1], rel=1e-13)  # 2/3
+    assert s["sigma_t"][0] == pytest.approx(2 / 3, rel=1e-13)
+
+
+def test_mp_cdf_is_a_distribution_function_up_to_the_edges():
+    """P_MP(λ ≤ x) lies in [0, 1] and does not decrease, also within 1e−13 of the upper edge, where the quadrature
+    alone overshoots 1 by up to ~6e−11 (γ ≈ 0.66) and ~4e−12 (γ = 1): the clamp is part of the function."""
+    for g in (0.05, 0.3, 0.6616153846153846, 0.9, 1.0):
+        a, b = R.mp_edges(g)
+        xs = np.sort(np.r_[a, a + (b - a) * np.linspace(1e-9, 1 - 1e-9, 41), b * (1 - np.logspace(-5, -15, 11)), b])
+        F = np.array([R.mp_cdf(float(x), g) for x in xs])
+        assert np.all((F >= 0.0) & (F <= 1.0)), g
+        assert np.all(np.diff(F) >= 0.0), g
+        assert F[0] == 0.0 and F[-1] == 1.0
+
+
+def test_pca_dim_of_a_constant_feature_is_zero_on_both_routes():
+    """A single feature that never varies has no PCA direction: rank 0 (its one eigenvalue is exactly 0)."""
+    for method in ("svd", "cov"):
+        assert R.pca_dim(np.full((6, 1), 3.0), method=method) == 0
+        assert R.pca_dim(np.arange(6.0)[:, None], method=method) == 1
+
+
+# ------------------------------------------------------------------------------------ theory/collapse/metrics.py
+def _three_classes(seed=1, p=5):
+    rng = np.random.default_rng(seed)
+    K, n = 3, 30
+    y = np.repeat(np.arange(K), n)
+    X = 2 * rng.standard_normal((K, p))[y] + rng.standard_normal((K * n, p)) * np.array([1, 2, 0.5, 1, 3])[:p]
+    return X, y
+
+
+def test_vb_basis_is_orthonormal_and_spans_the_class_means():
+    """V_B (VC Sec 3.2) for K ≤ p (the K×K Gram route): orthonormal columns whose projector is that of Σ_B's top
+    r = K − 1 eigenvectors, computed here from Σ_B directly."""
+    import theory.collapse as vc
+    X, y = _three_classes()
+    V = vc.vb_basis(X, y)
+    np.testing.assert_allclose(V.T @ V, np.eye(2), atol=1e-13)
+    mu = np.array([X[y == k].mean(axis=0) for k in range(3)])
+    M = mu - mu.mean(axis=0)
+    W = np.linalg.eigh(M.T @ M)[1][:, -2:]
+    np.testing.assert_allclose(V @ V.T, W @ W.T, atol=1e-12)
+
+
+def test_within_vb_share_is_the_share_of_tr_sigma_w_on_v_b():
+    """metrics' within_vb_share = Tr[P_{V_B} Σ_W] / Tr Σ_W (VC Sec 3.2), computed here from Σ_W and Σ_B's top
+    eigenvectors directly; it agrees with within_vb / (within_vb + within_vb_perp)."""
+    import theory.collapse as vc
+    X, y = _three_classes()
+    m = vc.metrics(X, y)
+    mu = np.array([X[y == k].mean(axis=0) for k in range(3)])
+    D = X - mu[y]
+    Sw = D.T @ D / len(y)
+    M = mu - mu.mean(axis=0)
+    W = np.linalg.eigh(M.T @ M)[1][:, -2:]
+    share = np.trace(W.T @ Sw @ W) / np.trace(Sw)
+    assert m["within_vb_share"] == pytest.approx(share, rel=1e-12)
+    assert m["within_vb_share"] == pytest.approx(m["within_vb"] / (m["within_vb"] + m["within_vb_perp"]), rel=1e-12)
+    assert 0.2 < share < 0.8  # a case where a wrong numerator or denominator shows
