@@ -58,6 +58,8 @@ def test_psi_law_rank_counts_gaps_below_the_top_exponent():
     want = [int(np.count_nonzero(l * gaps >= np.log(eps))) for l in L]
     assert R.psi_law_rank(n, L, eps).tolist() == want
     assert want[0] == n and want[-1] == 1 and len(set(want)) >= 4
+    # Rank_ε counts σ_k ≥ ε·σ_1 inclusively: at ε = 1 it is 1 (σ_1 itself) once L > 0, n at L = 0 (all σ equal)
+    assert R.psi_law_rank(n, [0.0, 3.0], 1.0).tolist() == [n, 1]
 
 
 def test_pca_dim_needs_two_samples_and_says_so():
@@ -87,6 +89,8 @@ def test_check_kept_is_relative_to_the_largest_eigenvalue():
             f = Frame(M, np.eye(2), np.full(3, 1 / 3))
             if ok:
                 np.testing.assert_allclose(f.check_kept(2), [c, small * c], rtol=1e-12)
+                with pytest.raises(ValueError, match=r"eigenvalue 1 of Σ_B is nan·λ_max"):  # Σ_B = 0: nothing resolved
+                    Frame(0 * M, np.eye(2), np.full(3, 1 / 3)).check_kept(1)
             else:
                 with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 1e-15·λ_max"):
                     f.check_kept(2)
@@ -217,3 +221,13 @@ def test_within_vb_share_is_the_share_of_tr_sigma_w_on_v_b():
     assert m["within_vb_share"] == pytest.approx(share, rel=1e-12)
     assert m["within_vb_share"] == pytest.approx(m["within_vb"] / (m["within_vb"] + m["within_vb_perp"]), rel=1e-12)
     assert 0.2 < share < 0.8  # a case where a wrong numerator or denominator shows
+
+
+@pytest.mark.parametrize("f", [R.mp_edges, lambda g: R.mp_density(1.0, g), lambda g: R.mp_cdf(1.0, g)])
+def test_mp_aspect_ratio_zero_is_outside_the_law(f):
+    """γ = d/N ∈ (0, 1]: γ = 0 (no columns) has no MP law (the density's 1/γ), so it is refused like γ > 1; the
+    end points 1 and a tiny γ are accepted."""
+    with pytest.raises(ValueError, match=r"gamma: aspect ratio d/N must be in \(0, 1\], got 0.0"):
+        f(0.0)
+    f(1.0)
+    f(1e-12)
