@@ -231,3 +231,36 @@ def test_mp_aspect_ratio_zero_is_outside_the_law(f):
         f(0.0)
     f(1.0)
     f(1e-12)
+
+
+def test_numerical_rank_default_eps_counts_the_singular_values_measured():
+    """RD Sec 4.3's float32 rule ε = 1.19e−7·N with N = min(n, d), the number of singular values: for a 3×300
+    matrix ε = 3.6e−7, so σ = 5e−6·σ_1 counts (it would not at 1.19e−7·300 = 3.6e−5)."""
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    V = np.linalg.qr(rng.standard_normal((300, 3)))[0]
+    W = U @ np.diag([1.0, 1e-4, 5e-6]) @ V.T
+    assert R.numerical_rank(W) == 3 == R.numerical_rank(W.T)
+    assert R.numerical_rank(W, eps=1.19e-7 * 300) == 2
+
+
+def test_fuzz_vb_of_coinciding_class_means_is_an_error():
+    """Σ_B = 0 (all class means coincide) has no V_B: fuzz_vb at the paper's rank K − 1 raises the unresolved-
+    eigenvalue error on the Gram route's input too (no 0/0 scaling of M, no NaN result)."""
+    from theory.collapse.linalg import Frame
+    f = Frame(np.zeros((3, 5)), np.eye(5), np.full(3, 1 / 3))
+    with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is nan·λ_max"):
+        f.fuzz_vb(2)
+
+
+def test_metrics_of_fully_collapsed_features():
+    """Perfect neural collapse (every sample at its class mean, Σ_W = 0 exactly): no within-class variability
+    anywhere, so fuzziness, squared distance, Tr Σ_W on and off V_B and its share on V_B are all 0 (the share is
+    defined as 0 when Tr Σ_W = 0), and VCI = 1 − Tr[Σ_T†Σ_B]/(K − 1) = 0."""
+    import theory.collapse as vc
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 4)
+    m = vc.metrics(rng.standard_normal((3, 5))[y], y)
+    assert m["fuzziness"] == m["squared_distance"] == m["within_vb"] == m["within_vb_perp"] == 0.0
+    assert m["within_vb_share"] == 0.0
+    assert abs(m["vci"]) <= 1e-14 and m["trace_ratio"] == pytest.approx(2.0, rel=1e-14)
