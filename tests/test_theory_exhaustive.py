@@ -66,7 +66,9 @@ def test_pca_dim_needs_two_samples_and_says_so():
     """One sample has no covariance: the error names the count (not a downstream failure on an empty spectrum)."""
     with pytest.raises(ValueError, match="at least 2 samples .* got 1"):
         R.pca_dim(np.ones((1, 3)))
-    assert R.pca_dim(np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 0.0]])) == 1  # two samples: one direction
+    two = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 0.0]])
+    for method in ("auto", "svd", "cov"):
+        assert R.pca_dim(two, method=method) == 1  # two samples: one direction (normaliser N − 1 = 1)
 
 
 # ------------------------------------------------------------------------------------ theory/collapse/linalg.py
@@ -264,3 +266,21 @@ def test_metrics_of_fully_collapsed_features():
     assert m["fuzziness"] == m["squared_distance"] == m["within_vb"] == m["within_vb_perp"] == 0.0
     assert m["within_vb_share"] == 0.0
     assert abs(m["vci"]) <= 1e-14 and m["trace_ratio"] == pytest.approx(2.0, rel=1e-14)
+
+
+def test_weyl_delta_max_underflow_is_an_error_but_an_exact_zero_is_not():
+    """RD Thm 1's δ_max scales as scale(W)/scale(D): W at 1e−200 and D at 1e200 put it at ~2^−1329, below float64,
+    which is an error (not a silent 0); at ε = σ_2/σ_1 exactly the margin is 0 and δ_max = 0 is the true value."""
+    W = np.diag([1.0, 0.5, 1e-3])
+    with pytest.raises(ValueError, match=r"outside the float64 range"):
+        R.weyl_delta_max(W * 1e-200, 0.01, np.ones((3, 3)) * 1e200)
+    assert R.weyl_delta_max(W, 0.5, np.ones((3, 3))) == 0.0
+
+
+def test_rank_arg_int_is_at_most_k_minus_one():
+    """Σ_B = Σ_k π_k(μ_k − μ_G)(μ_k − μ_G)ᵀ has rank ≤ K − 1 (the centred means sum to 0): an int rank of K is
+    refused even when p ≥ K, and K − 1 is accepted."""
+    from theory.collapse.linalg import rank_arg
+    assert rank_arg(2, 3, 5) == 2
+    with pytest.raises(ValueError, match=r"must lie in \[1, min\(p, K-1\)\] = \[1, 2\], got 3"):
+        rank_arg(3, 3, 5)
