@@ -83,10 +83,11 @@ def test_sum_pow2_ignores_zero_terms_whatever_their_exponent():
 
 def test_check_kept_is_relative_to_the_largest_eigenvalue():
     """A resolved λ_r is judged against λ_max (λ_r > 100·max(p, K)·ε·λ_max), so the verdict does not depend on the
-    frame's unit: Σ_B = diag(1, 1e−8)·c keeps rank 2 for every power-of-two c; diag(1, 1e−15) never does."""
+    frame's unit: Σ_B = diag(1, 1e−8)·c and diag(1, 1e−13)·c keep rank 2 for every power-of-two c (K = 3, p = 2:
+    the level is 100·3ε = 6.7e−14); diag(1, 5e−14) and diag(1, 1e−15) never do."""
     from theory.collapse.linalg import Frame
     for c in (2.0 ** -40, 1.0, 2.0 ** 40):
-        for small, ok in ((1e-8, True), (1e-15, False)):
+        for small, ok in ((1e-8, True), (1e-13, True), (5e-14, False), (1e-15, False)):  # 100·3ε = 6.7e−14
             M = np.array([[1.0, 0.0], [0.0, np.sqrt(small)], [0.0, 0.0]]) * np.sqrt(c)
             f = Frame(M, np.eye(2), np.full(3, 1 / 3))
             if ok:
@@ -94,7 +95,7 @@ def test_check_kept_is_relative_to_the_largest_eigenvalue():
                 with pytest.raises(ValueError, match=r"eigenvalue 1 of Σ_B is nan·λ_max"):  # Σ_B = 0: nothing resolved
                     Frame(0 * M, np.eye(2), np.full(3, 1 / 3)).check_kept(1)
             else:
-                with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 1e-15·λ_max"):
+                with pytest.raises(ValueError, match=rf"eigenvalue 2 of Σ_B is {small:.3g}·λ_max"):
                     f.check_kept(2)
 
 
@@ -284,3 +285,22 @@ def test_rank_arg_int_is_at_most_k_minus_one():
     assert rank_arg(2, 3, 5) == 2
     with pytest.raises(ValueError, match=r"must lie in \[1, min\(p, K-1\)\] = \[1, 2\], got 3"):
         rank_arg(3, 3, 5)
+
+
+def test_mp_cdf_of_nan_is_an_error():
+    with pytest.raises(ValueError, match="x: is NaN"):
+        R.mp_cdf(float("nan"), 0.5)
+
+
+def test_eps_max_low_rank_uses_numpys_rank_tolerance():
+    """r = numpy's matrix_rank of W (tolerance max(n, d)·ε₆₄·σ_1): a σ of 1e−15·σ_1 in a 4×10 matrix is below
+    10·ε₆₄ = 2.2e−15 and does not count, so ε_max = σ_2/σ_1 = 0.5; matrix_rank agrees."""
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    V = np.linalg.qr(rng.standard_normal((10, 4)))[0]
+    W = U @ np.diag([1.0, 0.5, 1e-15, 0.0]) @ V.T
+    assert np.linalg.matrix_rank(W) == 2
+    assert R.eps_max_low_rank(W) == pytest.approx(0.5, rel=1e-12)
+    W3 = U @ np.diag([1.0, 0.5, 1e-13, 0.0]) @ V.T  # 1e−13 > 2.2e−15: rank 3
+    assert np.linalg.matrix_rank(W3) == 3
+    assert R.eps_max_low_rank(W3) == pytest.approx(1e-13, rel=1e-3)
