@@ -304,3 +304,21 @@ def test_eps_max_low_rank_uses_numpys_rank_tolerance():
     W3 = U @ np.diag([1.0, 0.5, 1e-13, 0.0]) @ V.T  # 1e−13 > 2.2e−15: rank 3
     assert np.linalg.matrix_rank(W3) == 3
     assert R.eps_max_low_rank(W3) == pytest.approx(1e-13, rel=1e-3)
+
+
+def test_vci_with_a_nearly_collapsed_feature_matches_the_direct_formula():
+    """VC Def 5.3, VCI = 1 − Tr[Σ_T⁻¹Σ_B]/(K − 1), when one feature is almost a class indicator (within-class spread
+    1e−13 of its between-class spread) beside ordinary ones: Σ_T is well conditioned (cond ~300), so the direct
+    numpy formula is accurate. The invariant frame must equilibrate by Σ_T's diagonal; by Σ_W's alone it would
+    blow that column up by ~2^43 and the pseudo-inverse cutoff would drop the other directions."""
+    import theory.collapse as vc
+    rng = np.random.default_rng(3)
+    K, n, p = 3, 40, 4
+    y = np.repeat(np.arange(K), n)
+    X = np.c_[y + 1e-13 * rng.standard_normal(K * n),
+              3 * rng.standard_normal((K, p - 1))[y] + rng.standard_normal((K * n, p - 1))]
+    mu = X.mean(axis=0)
+    St = (X - mu).T @ (X - mu) / len(y)
+    Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
+    assert np.linalg.cond(St) < 1e3
+    assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
