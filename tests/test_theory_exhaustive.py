@@ -17,6 +17,7 @@ def test_mp_numerical_rank_default_theta_plants_directions_of_zero_strength():
     1 + √γ, so the prediction is r + (m − r)·P_MP(λ ≥ ε²(1 + √γ)²), the no-signal fraction on the other m − r."""
     N, d, eps, r = 400, 100, 0.6, 5  # (ε·σ_top)² inside the MP support [0.25, 2.25]
     no_signal = R.mp_numerical_rank(N, d, eps) / min(N, d)
+    assert R.mp_numerical_rank(N, d, eps, signal_rank=0, theta=3.0) == no_signal * d  # θ without planted directions
     assert R.mp_numerical_rank(N, d, eps, signal_rank=r) == pytest.approx(r + (d - r) * no_signal, rel=1e-12)
     assert R.mp_numerical_rank(N, d, eps, signal_rank=r, theta=2.0) < R.mp_numerical_rank(N, d, eps, signal_rank=r)
 
@@ -87,7 +88,9 @@ def test_check_kept_is_relative_to_the_largest_eigenvalue():
     the level is 100·3ε = 6.7e−14); diag(1, 5e−14) and diag(1, 1e−15) never do."""
     from theory.collapse.linalg import Frame
     for c in (2.0 ** -40, 1.0, 2.0 ** 40):
-        for small, ok in ((1e-8, True), (1e-13, True), (5e-14, False), (1e-15, False)):  # 100·3ε = 6.7e−14
+        lvl = 100 * 3 * np.finfo(float).eps  # 6.66e−14
+        for small, ok in ((1e-8, True), (1e-13, True), (1.003 * lvl, True), (0.997 * lvl, False), (5e-14, False),
+                          (1e-15, False)):
             M = np.array([[1.0, 0.0], [0.0, np.sqrt(small)], [0.0, 0.0]]) * np.sqrt(c)
             f = Frame(M, np.eye(2), np.full(3, 1 / 3))
             if ok:
