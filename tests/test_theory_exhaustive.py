@@ -325,3 +325,11 @@ def test_vci_with_a_nearly_collapsed_feature_matches_the_direct_formula():
     Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
     assert np.linalg.cond(St) < 1e3
     assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
+
+
+@pytest.mark.parametrize("f", [R.singular_values, R.numerical_rank, R.pca_dim, R.eps_max_low_rank])
+def test_complex_input_is_named_as_complex(f):
+    """A complex matrix (e.g. an FFT feature left complex) is refused with a message that says so, before any
+    dtype conversion could drop the imaginary part."""
+    with pytest.raises(ValueError, match=r"must be real, got a complex array \(dtype complex128\)"):
+        f(np.ones((5, 3)) + 1j)
