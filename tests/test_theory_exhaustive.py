@@ -333,3 +333,26 @@ def test_complex_input_is_named_as_complex(f):
     dtype conversion could drop the imaginary part."""
     with pytest.raises(ValueError, match=r"must be real, got a complex array \(dtype complex128\)"):
         f(np.ones((5, 3)) + 1j)
+
+
+def test_spectra_of_features_at_1e100_and_1e_minus_100():
+    """VC Fig 2's spectra in the features' own units when two features differ in scale by 1e200: the original frame
+    is anchored at the largest column unit (the smaller column may underflow there, negligibly); anchored at the
+    smallest, the large column would be scaled up by ~2^1329 and overflow."""
+    import theory.collapse as vc
+    rng = np.random.default_rng(5)
+    K, n = 3, 25
+    y = np.repeat(np.arange(K), n)
+    X = (rng.standard_normal((K, 2))[y] + 0.3 * rng.standard_normal((K * n, 2))) * np.array([1e100, 1e-100])
+    s = vc.spectra(X, y)
+    mu = np.array([X[y == k].mean(axis=0) for k in range(K)])
+    M = mu - mu.mean(axis=0)
+    want = np.linalg.eigvalsh(M.T @ M / K)[::-1]
+    assert np.all(np.isfinite(s["sigma_b"])) and s["sigma_b"][0] == pytest.approx(want[0], rel=1e-12)
+    assert s["sigma_t"][0] == pytest.approx(np.linalg.eigvalsh(np.cov(X.T, bias=True))[-1], rel=1e-12)
+
+
+def test_mp_numerical_rank_refuses_a_negative_signal_rank():
+    with pytest.raises(ValueError, match=r"signal_rank: must be an integer in \[0, min\(N, d\) = 50\], got -1"):
+        R.mp_numerical_rank(100, 50, 0.1, signal_rank=-1)
+    assert R.mp_numerical_rank(100, 50, 0.1, signal_rank=50, theta=2.0) == 50.0  # every direction planted
