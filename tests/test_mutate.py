@@ -112,6 +112,27 @@ def test_keys_are_unique_and_survive_an_edit_elsewhere():
     assert len(a) == len(mutants_of()) and a == b
 
 
+def test_recheck_finds_survivors_after_a_renumbering_and_names_the_gone_ones(tmp_path):
+    """--recheck: a survivor of an old report is today's mutant with the same edit, even when an edit of its unit
+    renumbered its key (#k); a survivor whose edited line no longer exists is reported as gone."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/mod.py").write_text(SNIPPET)
+    old = {m.key: m for m in mutants_of()}
+    pick = next(m for m in old.values() if m.key.endswith("#1") and m.unit == "f")  # a key that will move
+    gone = next(m for m in old.values() if "0.5" in m.original)
+    rep = [{"key": k.key, "module": "pkg/mod.py", "unit": k.unit, "operator": k.operator, "outcome": o,
+            "diff": k.diff(SNIPPET)} for k, o in ((pick, "survived"), (gone, "uncovered"))]
+    rep.append({**rep[0], "key": "pkg/mod.py::f::x::killed#0", "outcome": "killed"})  # killed ones are not rechecked
+    # today: one more same-text mutant ahead of `pick` in f (renumbers it) and the 0.5 test rewritten
+    first = pick.original
+    edited = SNIPPET.replace("    s = np.sum(", f"    _ = {first}\n    s = np.sum(", 1).replace("s < 0.5", "s < 1")
+    (tmp_path / "pkg/mod.py").write_text(edited)
+    found, lost = run.match_survivors(rep, tmp_path)
+    assert lost == [gone.key]
+    assert len(found) == 1 and found[0].key != pick.key
+    assert run._edit(found[0].diff(edited)) == run._edit(pick.diff(SNIPPET))
+
+
 @pytest.mark.parametrize("module", ["theory/rank.py", "theory/validate.py", "theory/symbolic/vc.py"])
 def test_sampled_mutants_of_the_real_theory_parse(module):
     text = (ROOT / module).read_text(encoding="utf-8")

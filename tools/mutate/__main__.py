@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
                    "(with --sample 0: e.g. every mutant of one function)")
     p.add_argument("--list", action="store_true", help="list the sampled mutants (key and diff) and exit")
     p.add_argument("--fresh", action="store_true", help="ignore results stored for this source state")
+    p.add_argument("--recheck", metavar="JSON", help="judge today's versions of the survivors of a written "
+                   "mutation.json (matched by key, or by unit, operator and edited lines after a renumbering) "
+                   "instead of a sample; survivors whose code is gone are listed")
     p.add_argument("--rescore", metavar="JSON", help="re-read a written mutation.json with today's equivalent.toml "
                    "(survivors argued equivalent since that run leave the rate) and print its summary; runs nothing")
     a = p.parse_args(argv)
@@ -53,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     modules = run.select_modules(root, a.modules)
 
     def sampled(src: Path) -> list:
+        if a.recheck:
+            found, gone = run.match_survivors(json.loads(Path(a.recheck).read_text())["mutants"], src)
+            for key in gone:
+                print(f"mutate: {key}: its code is gone (no mutant with the same edit in the same unit today)")
+            return found
         return [m for m in run.sample(src, modules, a.sample, a.seed) if not a.only or a.only in m.key]
 
     if a.list:

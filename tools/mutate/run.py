@@ -77,6 +77,36 @@ def sample(root: Path, modules: list[str], n: int, seed: int) -> list[Mutant]:
     return out
 
 
+def _edit(diff: str) -> tuple:
+    """The removed and added lines of a unified diff, stripped: what a mutant does, whatever its line number."""
+    return tuple(l[1:].strip() for l in diff.splitlines()
+                 if l[:1] in "-+" and not l.startswith(("---", "+++")))
+
+
+def match_survivors(old: list[dict], root: Path) -> tuple[list[Mutant], list[str]]:
+    """Today's mutants for the survivors (and uncovered) of a written report: the same key with the same edit,
+    else the same module, unit, operator and edit under another ``#k`` (an edit elsewhere in the unit renumbers
+    keys). Returns (mutants, keys whose edit no longer exists)."""
+    found, gone, cache = [], [], {}
+    for r in old:
+        if r["outcome"] not in ("survived", "uncovered"):
+            continue
+        mod = r["module"]
+        if mod not in cache:
+            src = (root / mod).read_text(encoding="utf-8") if (root / mod).exists() else ""
+            cache[mod] = (src, generate(mod, src) if src else [])
+        src, ms = cache[mod]
+        want = _edit(r.get("diff", ""))
+        same = [m for m in ms if m.key == r["key"] and _edit(m.diff(src)) == want]
+        same = same or [m for m in ms if m.unit == r["unit"] and m.operator == r["operator"]
+                        and _edit(m.diff(src)) == want]
+        if same and same[0] not in found:
+            found.append(same[0])
+        elif not same:
+            gone.append(r["key"])
+    return found, gone
+
+
 def load_equivalent(lines: bool = False) -> dict:
     """Mutant key -> the argument that it cannot change any result (``equivalent.toml``); with ``lines``,
     key -> the stripped source line the argument was written for (its ``line``), or None."""
