@@ -356,3 +356,35 @@ def test_mp_numerical_rank_refuses_a_negative_signal_rank():
     with pytest.raises(ValueError, match=r"signal_rank: must be an integer in \[0, min\(N, d\) = 50\], got -1"):
         R.mp_numerical_rank(100, 50, 0.1, signal_rank=-1)
     assert R.mp_numerical_rank(100, 50, 0.1, signal_rank=50, theta=2.0) == 50.0  # every direction planted
+
+
+def test_rank_arg_names_the_accepted_strings():
+    from theory.collapse.linalg import rank_arg
+    with pytest.raises(ValueError, match=r"rank: must be 'paper', 'exact' or a positive int, got 'full'"):
+        rank_arg("full", 3, 5)
+
+
+def test_fuzz_vb_takes_the_gram_route_exactly_when_gp_is_1e3_k_eps_conditioned():
+    """VC Sec 3.2 fuzziness at r = K − 1 ≤ p: the one-Cholesky Gram route is taken iff the (1-norm) reciprocal
+    condition of Gp = Gn + qqᵀ exceeds 1e3·K·ε, else the eigenpairs. Σ_B = W·diag(1, s²)·Wᵀ (W orthonormal, class
+    means centred: Mᵀq = 0) and Σ_W = 0.3·I give Tr[Σ_B†Σ_W] = 0.3·(1 + 1/s²) exactly on both routes; s sweeps
+    rcond(Gp) ≈ s²/(2·3) (computed here with numpy's exact 1-norms) across the margin."""
+    from theory.collapse.linalg import Frame
+    eps = np.finfo(float).eps
+    K = 3
+    q = np.full(K, 1 / np.sqrt(K))
+    Q = np.linalg.qr(np.c_[q, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])[0][:, 1:3]  # an orthonormal basis of q⊥
+    W = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 2)))[0]
+    routes = set()
+    for s in np.geomspace(4e-7, 3e-6, 12):
+        M = Q @ np.diag([1.0, s]) @ W.T
+        f = Frame(M, 0.3 * np.eye(4), np.full(K, 1 / K))
+        fz, _ = f.fuzz_vb(2)
+        Gn = M @ M.T / (np.trace(M @ M.T) / 2)
+        Gp = Gn + np.outer(q, q)
+        rcond = 1 / (np.linalg.norm(Gp, 1) * np.linalg.norm(np.linalg.inv(Gp), 1))
+        want = "gram" if rcond > 1e3 * K * eps else "eigen"
+        assert f.fuzz_route[2] == want, (s, rcond / (K * eps))
+        assert fz == pytest.approx(0.3 * (1 + 1 / s**2), rel=1e-3)
+        routes.add(want)
+    assert routes == {"gram", "eigen"}
