@@ -388,3 +388,20 @@ def test_fuzz_vb_takes_the_gram_route_exactly_when_gp_is_1e3_k_eps_conditioned()
         assert fz == pytest.approx(0.3 * (1 + 1 / s**2), rel=1e-3)
         routes.add(want)
     assert routes == {"gram", "eigen"}
+
+
+@pytest.mark.parametrize("K, p", [(3, 2), (3, 5)])  # the eigenpair route (K > p) and the Gram route (K ≤ p)
+def test_fuzziness_overflow_is_an_error_not_inf(K, p):
+    """Tr[Σ_B†Σ_W] with Σ_B ~1e−300 (resolved: its eigenvalues differ by 2×) against Σ_W ~1e10 is ~1e310, outside
+    float64: a ValueError that says so, on both routes, never inf."""
+    from theory.collapse.linalg import Frame
+    q = np.full(K, 1 / np.sqrt(K))
+    Q = np.linalg.qr(np.c_[q, np.eye(K)[:, : K - 1]])[0][:, 1:K]  # orthonormal basis of q⊥ (centred means)
+    r = min(K - 1, p)
+    W = np.linalg.qr(np.random.default_rng(1).standard_normal((p, r)))[0]
+    M = 1e-150 * Q[:, :r] @ np.diag(np.linspace(1.0, 2.0, r)) @ W.T
+    f = Frame(M, 1e10 * np.eye(p), np.full(K, 1 / K))
+    with pytest.raises(ValueError, match=r"Tr\[Σ_B†Σ_W\] overflows float64"):
+        f.fuzz_vb(r)
+    g = Frame(M * 1e10, 1e10 * np.eye(p), np.full(K, 1 / K)).fuzz_vb(r)[0]  # 1e20 smaller: finite
+    assert np.isfinite(g) and g > 1e280

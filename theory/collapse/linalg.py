@@ -177,7 +177,8 @@ class Frame:
         g = self.check_kept(r)
         w = self.within_on_vb(r)
         self.fuzz_route[r] = "eigen"
-        return _finite(float(np.sum(w / g))), float(np.sum(w))
+        with np.errstate(over="ignore"):  # an overflow is reported by _finite
+            return _finite(float(np.sum(w / g))), float(np.sum(w))
 
 
 def _finite(x: float) -> float:
