@@ -34,9 +34,11 @@ def decomposition_residual(K: int = 2, N: int = 2, p: int = 2, planted: bool = F
                            raw_moments: bool = False) -> sp.Matrix:
     """Σ_T − Σ_B − Σ_W (VC Eq 1–3, Eq 7) for K·N symbolic feature vectors h_{k,i} ∈ R^p: the zero matrix.
 
-    Planted: Σ_W with the unbiased normaliser 1/(K(N−1)) in place of 1/(KN). ``raw_moments``: Σ_T and Σ_W from
-    raw second moments, (1/KN)Σhhᵀ − μ_Gμ_Gᵀ and (1/KN)Σhhᵀ − (1/K)Σμ_kμ_kᵀ (the textbook one-pass formulas);
-    the residual is still ≡ 0: that formula is exact in algebra, its defect is cancellation in floating point.
+    Planted: Σ_W with the unbiased normaliser 1/(K(N−1)) in place of 1/(KN). ``raw_moments``: Σ_T' and Σ_W' from
+    raw second moments, (1/KN)Σhhᵀ − μ_Gμ_Gᵀ and (1/KN)Σhhᵀ − (1/K)Σμ_kμ_kᵀ (the textbook one-pass formulas),
+    returned as the 3p×p stack [Σ_T' − Σ_B − Σ_W'; Σ_T' − Σ_T; Σ_W' − Σ_W], all ≡ 0: those formulas are exact in
+    algebra, their defect is cancellation in floating point. (The first block alone could not see a wrong raw
+    moment: it cancels between Σ_T' and Σ_W'.)
     """
     K, N, p = _size(K, "K", 1, 4), _size(N, "N", 1, 4), _size(p, "p", 1, 3)
     h = [[sp.Matrix([sp.Symbol(f"h{k}_{i}_{j}") for j in range(p)]) for i in range(N)] for k in range(K)]
@@ -46,10 +48,11 @@ def decomposition_residual(K: int = 2, N: int = 2, p: int = 2, planted: bool = F
     Sw = scatter / (K * (N - 1)) if planted else scatter / (K * N)
     Sb = sum(((mu[k] - mg) * (mu[k] - mg).T for k in range(K)), sp.zeros(p, p)) / K
     St = sum(((h[k][i] - mg) * (h[k][i] - mg).T for k in range(K) for i in range(N)), sp.zeros(p, p)) / (K * N)
-    if raw_moments:
+    if raw_moments:  # the raw second moment cancels in Σ_T − Σ_B − Σ_W: compare each formula with its definition too
         raw = sum((h[k][i] * h[k][i].T for k in range(K) for i in range(N)), sp.zeros(p, p)) / (K * N)
-        St = raw - mg * mg.T
-        Sw = raw - sum((mu[k] * mu[k].T for k in range(K)), sp.zeros(p, p)) / K
+        St_raw = raw - mg * mg.T
+        Sw_raw = raw - sum((mu[k] * mu[k].T for k in range(K)), sp.zeros(p, p)) / K
+        return sp.Matrix.vstack(St_raw - Sb - Sw_raw, St_raw - St, Sw_raw - Sw).applyfunc(sp.expand)
     return (St - Sb - Sw).applyfunc(sp.expand)
 
 
