@@ -781,8 +781,11 @@ def test_symbolic_size_caps_are_exactly_the_documented_ones(call, ok, bad):
     f = getattr(svc, call)
     for kw in ok:
         f(**kw)
+    caps = {"decomposition_residual": {"K": (1, 4), "N": (1, 4), "p": (1, 3)},
+            "trace_identity_residual": {"p": (1, 4)}, "obs42_identity": {"r": (1, 3), "p": (2, 4)}}[call]
     for kw, name in bad:
-        with pytest.raises(ValueError, match=rf"^{name}: must be an integer in \["):
+        lo, hi = caps[name]
+        with pytest.raises(ValueError, match=rf"^{name}: must be an integer in \[{lo}, {hi}\]"):
             f(**kw)
 
 
