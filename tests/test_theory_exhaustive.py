@@ -80,6 +80,9 @@ def test_sum_pow2_ignores_zero_terms_whatever_their_exponent():
     m, E = sum_pow2(np.array([1.5, 0.0, 0.25]), np.array([3, 2000, 1]))
     assert np.ldexp(m, E) == 1.5 * 8 + 0.25 * 2
     assert sum_pow2(np.zeros(3), np.array([5, 6, 7])) == (0.0, 0)
+    # exponents 1100 apart (columns at 1e−170 and 1e+160): scaled to the largest, the small term is negligible
+    m, E = sum_pow2(np.array([1.0, 1.0]), np.array([0, 1100]))
+    assert (m, E) == (0.5, 1101)  # 0.5·2^1101 = 2^1100; the 2^0 term is below its rounding
 
 
 def test_check_kept_is_relative_to_the_largest_eigenvalue():
@@ -405,3 +408,16 @@ def test_fuzziness_overflow_is_an_error_not_inf(K, p):
         f.fuzz_vb(r)
     g = Frame(M * 1e10, 1e10 * np.eye(p), np.full(K, 1 / K)).fuzz_vb(r)[0]  # 1e20 smaller: finite
     assert np.isfinite(g) and g > 1e280
+
+
+def test_planted_decomposition_residual_is_the_normaliser_error():
+    """VC Eq 7's negative control (Σ_W with np.cov's unbiased 1/(K(N−1))): the residual Σ_T − Σ_B − Σ_W' is
+    exactly Σ_W − Σ_W' = −scatter/(KN(N−1)), the normaliser slip and nothing else (K = 2, N = 3, p = 1)."""
+    import sympy as sp
+    from theory.symbolic import vc as svc
+    K, N = 2, 3
+    h = [[sp.Symbol(f"h{k}_{i}_0") for i in range(N)] for k in range(K)]
+    mu = [sum(h[k]) / N for k in range(K)]
+    scatter = sum((h[k][i] - mu[k]) ** 2 for k in range(K) for i in range(N))
+    got = svc.decomposition_residual(K, N, 1, planted=True)
+    assert got.shape == (1, 1) and sp.expand(got[0, 0] + scatter / (K * N * (N - 1))) == 0
