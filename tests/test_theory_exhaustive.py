@@ -421,3 +421,19 @@ def test_planted_decomposition_residual_is_the_normaliser_error():
     scatter = sum((h[k][i] - mu[k]) ** 2 for k in range(K) for i in range(N))
     got = svc.decomposition_residual(K, N, 1, planted=True)
     assert got.shape == (1, 1) and sp.expand(got[0, 0] + scatter / (K * N * (N - 1))) == 0
+
+
+def test_check_kept_message_gives_the_ratio_with_a_null_direction_present():
+    """The error's λ_r/λ_max is reported whenever λ_max > 0, also when Σ_B has exact null directions (rank < p, the
+    usual case K − 1 < p): Σ_B = diag(1, 1e−15, 0)."""
+    from theory.collapse.linalg import Frame
+    M = np.zeros((4, 3))
+    M[0, 0], M[1, 1] = 1.0, np.sqrt(1e-15)
+    with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 1e-15·λ_max"):
+        Frame(M, np.eye(3), np.full(4, 0.25)).check_kept(2)
+
+
+def test_trace_identity_residual_default_is_the_2x2_statement():
+    """VC Thm 5.2's identity at its default size p = 2 (the planted residual's degree shows the size)."""
+    from theory.symbolic import vc as svc
+    assert svc.trace_identity_residual(planted=True) == svc.trace_identity_residual(2, planted=True) != 0
