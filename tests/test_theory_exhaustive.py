@@ -437,3 +437,15 @@ def test_trace_identity_residual_default_is_the_2x2_statement():
     """VC Thm 5.2's identity at its default size p = 2 (the planted residual's degree shows the size)."""
     from theory.symbolic import vc as svc
     assert svc.trace_identity_residual(planted=True) == svc.trace_identity_residual(2, planted=True) != 0
+
+
+def test_sigma_t_pseudo_inverse_default_cutoff_is_p_eps():
+    """trace_ratio / VCI: Σ_T† drops eigenvalues below rtol·λ_max with the documented default rtol = p·ε (numpy's
+    pinv convention for a p×p matrix); the default and the explicit p·ε give the same trace."""
+    import theory.collapse as vc
+    from theory.collapse.linalg import Spectra
+    X, y = _three_classes()
+    st = vc.ClassStats(5, 3)
+    st.update(X, y)
+    assert Spectra(st).rtol_t == 5 * np.finfo(float).eps
+    assert vc.trace_ratio(X, y) == vc.trace_ratio(X, y, rtol=5 * np.finfo(float).eps)
