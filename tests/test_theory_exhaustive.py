@@ -449,3 +449,22 @@ def test_sigma_t_pseudo_inverse_default_cutoff_is_p_eps():
     st.update(X, y)
     assert Spectra(st).rtol_t == 5 * np.finfo(float).eps
     assert vc.trace_ratio(X, y) == vc.trace_ratio(X, y, rtol=5 * np.finfo(float).eps)
+
+
+def test_vci_with_a_feature_that_barely_separates_the_classes():
+    """The twin of the nearly-collapsed case: a feature whose class means differ by only 1e−12 of its within-class
+    spread (pure within-class noise for the classes). The invariant frame equilibrates by Σ_T's diagonal, which
+    this feature's Σ_W fills; by Σ_B's alone it would blow the column up by ~2^40."""
+    import theory.collapse as vc
+    rng = np.random.default_rng(4)
+    K, n = 3, 40
+    y = np.repeat(np.arange(K), n)
+    noise = rng.standard_normal(K * n)
+    for k in range(K):  # exact class means 1e−12·k
+        noise[y == k] -= noise[y == k].mean() - 1e-12 * k
+    X = np.c_[3 * rng.standard_normal((K, 3))[y] + rng.standard_normal((K * n, 3)), noise]
+    mu = X.mean(axis=0)
+    St = (X - mu).T @ (X - mu) / len(y)
+    Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
+    assert np.linalg.cond(St) < 1e3
+    assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
