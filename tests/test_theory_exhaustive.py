@@ -122,6 +122,7 @@ def test_rank_arg_exact_uses_the_matrix_rank_tolerance():
     K, p = 4, 3
     assert rank_arg("exact", K, p, np.array([1.0, 2.0 * eps, 0.0])) == 1        # 2ε < 4ε: rounding level
     assert rank_arg("exact", K, p, np.array([1.0, 8.0 * eps, 0.0])) == 2        # 8ε > 4ε: resolved
+    assert rank_arg("exact", K, p, np.array([1.0, 3.5 * eps, 0.0])) == 1        # max(p, K) = 4, not min = 3
     assert rank_arg("exact", K, p, np.array([8.0, 16.0 * eps, 0.0])) == 1       # relative to λ_max = 8
     assert rank_arg("exact", K, p, np.array([1.0, 2.0 * eps, 0.0]), rtol=eps) == 2  # an explicit rtol replaces it
 
@@ -430,6 +431,9 @@ def test_check_kept_message_gives_the_ratio_with_a_null_direction_present():
     M = np.zeros((4, 3))
     M[0, 0], M[1, 1] = 1.0, np.sqrt(1e-15)
     with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 1e-15·λ_max"):
+        Frame(M, np.eye(3), np.full(4, 0.25)).check_kept(2)
+    M[1, 1] = 0.0  # Σ_B = diag(1, 0, 0): λ_2 = 0 exactly, the ratio is 0
+    with pytest.raises(ValueError, match=r"eigenvalue 2 of Σ_B is 0·λ_max"):
         Frame(M, np.eye(3), np.full(4, 0.25)).check_kept(2)
 
 
