@@ -472,3 +472,13 @@ def test_vci_with_a_feature_that_barely_separates_the_classes():
     Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
     assert np.linalg.cond(St) < 1e3
     assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
+
+
+def test_penrose_first_condition_sees_a_scaled_inverse():
+    """Moore–Penrose condition 1, YXY = Y: X = 2·Y† for Y = diag(1, 0) gives YXY − Y = diag(1, 0) (and condition 2,
+    XYX − X = diag(2, 0)); only the symmetric conditions hold."""
+    import sympy as sp
+    from theory.symbolic import vc as svc
+    R = svc.penrose_residuals(sp.diag(1, 0), sp.diag(2, 0))
+    assert R["YXY = Y"] == sp.diag(1, 0) and R["XYX = X"] == sp.diag(2, 0)
+    assert R["(YX)ᵀ = YX"] == sp.zeros(2, 2) and R["(XY)ᵀ = XY"] == sp.zeros(2, 2)
