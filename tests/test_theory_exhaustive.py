@@ -482,3 +482,25 @@ def test_penrose_first_condition_sees_a_scaled_inverse():
     R = svc.penrose_residuals(sp.diag(1, 0), sp.diag(2, 0))
     assert R["YXY = Y"] == sp.diag(1, 0) and R["XYX = X"] == sp.diag(2, 0)
     assert R["(YX)ᵀ = YX"] == sp.zeros(2, 2) and R["(XY)ᵀ = XY"] == sp.zeros(2, 2)
+
+
+# ---------------------------------------------------------------------------------------------- theory/covlasso.py
+def test_covlasso_cd_default_tol_leaves_no_sweep_change_above_1e13():
+    """covlasso_cd stops at the first sweep whose largest change is ≤ tol·(1 + max|θ|), tol = 1e−13 by default. On
+    a slowly converging problem (equicorrelated categories, ρ = 0.95: each sweep shrinks the error by a factor
+    close to 1) one more Gauss–Seidel sweep, written out here, must then change no coordinate by more than
+    1e−13·(1 + max|θ|): a looser default would stop where the next sweep still moves θ by more."""
+    from theory.covlasso import covlasso_cd
+    n, rho, i, lam = 8, 0.95, 0, 0.01
+    C = np.full((n, n), rho) + (1 - rho) * np.eye(n)
+    C[0, 1:] = C[1:, 0] = np.linspace(0.6, 0.55, n - 1)
+    assert np.all(np.linalg.eigvalsh(C) > 0)
+    th = covlasso_cd(C, i, lam)
+    rest = np.arange(1, n)
+    A, b, t = C[np.ix_(rest, rest)], C[rest, i], th[rest].copy()
+    worst = 0.0
+    for j in range(n - 1):
+        z = b[j] - A[j] @ t + A[j, j] * t[j]
+        new = np.sign(z) * max(abs(z) - lam / 2, 0.0) / A[j, j]
+        worst, t[j] = max(worst, abs(new - t[j])), new
+    assert 0.0 < worst <= 1e-13 * (1 + np.abs(th[rest]).max())
