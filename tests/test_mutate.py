@@ -297,6 +297,8 @@ def test_every_equivalence_entry_names_a_mutant_of_todays_source_on_its_line():
     import tomllib
 
     entries = tomllib.loads(run.EQUIVALENT_FILE.read_text(encoding="utf-8"))["mutant"]
+    keys = [e["key"] for e in entries]
+    assert len(set(keys)) == len(keys), f"keys argued twice: {sorted({k for k in keys if keys.count(k) > 1})}"
     root = Path(__file__).resolve().parents[1]
     by_module: dict[str, dict] = {}
     for e in entries:

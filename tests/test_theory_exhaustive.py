@@ -123,6 +123,9 @@ def test_rank_arg_exact_uses_the_matrix_rank_tolerance():
     assert rank_arg("exact", K, p, np.array([1.0, 2.0 * eps, 0.0])) == 1        # 2ε < 4ε: rounding level
     assert rank_arg("exact", K, p, np.array([1.0, 8.0 * eps, 0.0])) == 2        # 8ε > 4ε: resolved
     assert rank_arg("exact", K, p, np.array([1.0, 3.5 * eps, 0.0])) == 1        # max(p, K) = 4, not min = 3
+    for c in (2.0 ** -30, 2.0 ** 30):  # relative to λ_max at any scale, also below 1
+        assert rank_arg("exact", K, p, c * np.array([1.0, 8.0 * eps, 0.0])) == 2
+        assert rank_arg("exact", K, p, c * np.array([1.0, 2.0 * eps, 0.0])) == 1
     assert rank_arg("exact", K, p, np.array([8.0, 16.0 * eps, 0.0])) == 1       # relative to λ_max = 8
     assert rank_arg("exact", K, p, np.array([1.0, 2.0 * eps, 0.0]), rtol=eps) == 2  # an explicit rtol replaces it
 
@@ -504,3 +507,17 @@ def test_covlasso_cd_default_tol_leaves_no_sweep_change_above_1e13():
         new = np.sign(z) * max(abs(z) - lam / 2, 0.0) / A[j, j]
         worst, t[j] = max(worst, abs(new - t[j])), new
     assert 0.0 < worst <= 1e-13 * (1 + np.abs(th[rest]).max())
+
+
+# ---------------------------------------------------------------------------------------------- theory/dependency.py
+def test_second_moment_names_the_first_category_whose_energy_underflows():
+    """ND Eq 2's E[f fᵀ] beyond float64: logits of 1e−170 in categories 1 and 3 have E[f_j²] ~1e−340 (below the
+    smallest subnormal); the error names the first such category, j = 1."""
+    from theory import dependency as dp
+    F = np.random.default_rng(0).standard_normal((50, 4))
+    F[:, [1, 3]] *= 1e-170
+    with pytest.raises(ValueError, match=r"logits: E\[f_1²\] = 0 underflows float64"):
+        dp.second_moment(F)
+    F[:, 1] *= 1e170  # only category 3 left
+    with pytest.raises(ValueError, match=r"logits: E\[f_3²\] = 0 underflows float64"):
+        dp.second_moment(F)
