@@ -684,6 +684,19 @@ def test_regime_table_every_row_against_fg_b3():
     # Prop 1–2 widths and item 6's c_b = 4 + 2c0 (coarse), 2 + 2c0 (fine)
     assert base["m_coarse"]["paper value at this d"] == f"{d ** (2 + 2 * c0):.0f}"
     assert base["m_fine"]["paper value at this d"] == f"{d ** (1 + 2 * c0):.0f}"
+    # Θ(·) read as one decade each way (as item 14), inclusive: d^2.1 = 15849, d^1.1 = 158.5 at d = 100
+    wc, wf = d ** (2 + 2 * c0), d ** (1 + 2 * c0)
+    assert [rows(m_coarse=int(r * wc))["m_coarse"]["inside"] for r in (0.09, 0.11, 9.9, 10.1)] == \
+        [False, True, True, False]
+    assert [rows(m_fine=int(r * wf), lucky=2.0)["m_fine"]["inside"] for r in (0.09, 0.11, 9.9, 10.1)] == \
+        [False, True, True, False]
+    assert base["m_coarse"]["inside"] is False and base["m_fine"]["inside"] is True  # 800 < 1585; 100 ∈ [15.8, 1585]
+    # the upper edge is inclusive: at d = 256, c0 = 1/16 the widths are powers of two (2^17, 2^9), so 10·W is an
+    # integer a width can equal
+    edge = {r["parameter"]: r for r in mv.regime_table(
+        d=256, P=16, s=3.0, k=8, m_coarse=10 * 2**17, m_fine=10 * 2**9, lucky=8.0, noise_norm=0.5, sigma0=1e-7,
+        eta=1e-7, c0=0.0625)}
+    assert edge["m_coarse"]["inside"] is True and edge["m_fine"]["inside"] is True
     assert base["c_b_coarse"]["paper value at this d"] == f"{4 + 2 * c0:.2f}"
     assert base["c_b_fine"]["paper value at this d"] == f"{2 + 2 * c0:.2f}"
     on = rows(c_b_coarse=4 + 2 * c0, c_b_fine=2 + 2 * c0)
