@@ -521,3 +521,24 @@ def test_second_moment_names_the_first_category_whose_energy_underflows():
     F[:, 1] *= 1e170  # only category 3 left
     with pytest.raises(ValueError, match=r"logits: E\[f_3²\] = 0 underflows float64"):
         dp.second_moment(F)
+
+
+# ---------------------------------------------------------------------------------------- theory/neural_dependency.py
+@pytest.mark.parametrize("g_sq", [-1.0, float("nan"), float("inf")])
+def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
+    """ND Sec 2.4 (dependencies between two networks): E[g_i²] is a second moment, finite and ≥ 0."""
+    from theory.neural_dependency import mixed_cov
+    C = np.array([[2.0, 0.5], [0.5, 1.0]])
+    with pytest.raises(ValueError, match=r"g_sq: E\[g_i\^2\] must be finite and >= 0"):
+        mixed_cov(C, np.array([0.3, 0.2]), g_sq, 0)
+
+
+# ---------------------------------------------------------------------------------------------- theory/validate.py
+@pytest.mark.parametrize("skew", [2e-9, -2e-9])
+def test_as_covariance_judges_psd_on_the_symmetric_part(skew):
+    """A rank-one covariance [[1, 1], [1, 1]] (PSD, eigenvalue 0) stored with an asymmetry of 4e−9 (within
+    sym_rtol = 1e−8): it is accepted whichever triangle carries the excess, because PSD is judged on the symmetric
+    part; one triangle alone has an eigenvalue of −2e−9, beyond psd_rtol·n = 2e−10."""
+    from theory.validate import as_covariance
+    C = np.array([[1.0, 1.0 + skew], [1.0 - skew, 1.0]])
+    np.testing.assert_array_equal(as_covariance(C), np.ones((2, 2)))
