@@ -30,11 +30,11 @@ def test_mp_numerical_rank_default_theta_plants_directions_of_zero_strength():
     (4, 3, 1e-20, "cov", "cov"),
 ])
 def test_pca_route_is_the_documented_rule(N, d, eps, method, route):
-    assert R.pca_route(N, d, eps, method) == route
+    assert R._pca_route(N, d, eps, method) == route
 
 
 def test_pca_dim_takes_the_route_pca_route_names(monkeypatch):
-    """pca_dim computes the spectrum by eigvalsh of the covariance exactly when pca_route says "cov"."""
+    """pca_dim computes the spectrum by eigvalsh of the covariance exactly when _pca_route says "cov"."""
     calls = []
     eigvalsh = np.linalg.eigvalsh
     monkeypatch.setattr(np.linalg, "eigvalsh", lambda a: calls.append(a.shape) or eigvalsh(a))
@@ -45,7 +45,7 @@ def test_pca_dim_takes_the_route_pca_route_names(monkeypatch):
             calls.clear()
             e = R.float32_eps_rule(min(N - 1, d)) if eps is None else eps
             assert R.pca_dim(x, eps=eps, method=method) == d
-            assert (calls == [(d, d)]) == (R.pca_route(N, d, e, method) == "cov"), (N, d, eps, method)
+            assert (calls == [(d, d)]) == (R._pca_route(N, d, e, method) == "cov"), (N, d, eps, method)
 
 
 def test_psi_law_rank_counts_gaps_below_the_top_exponent():

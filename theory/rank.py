@@ -138,14 +138,14 @@ def pca_dim(features, eps=None, method: str = "auto") -> int:
     nvals = min(x.shape[0] - 1, x.shape[1])
     e = float32_eps_rule(nvals) if eps is None else _check_eps(eps)
     xc = x - x.mean(axis=0, keepdims=True)
-    if pca_route(x.shape[0], x.shape[1], e, method) == "cov":
+    if _pca_route(x.shape[0], x.shape[1], e, method) == "cov":
         lam = np.clip(np.linalg.eigvalsh(xc.T @ xc / (x.shape[0] - 1)), 0.0, None)[::-1]
     else:
         lam = np.linalg.svd(xc, compute_uv=False) ** 2 / (x.shape[0] - 1)
     return rank_from_singular_values(lam[:nvals], e)
 
 
-def pca_route(n_samples: int, n_features: int, eps: float, method: str = "auto") -> str:
+def _pca_route(n_samples: int, n_features: int, eps: float, method: str = "auto") -> str:
     """The spectrum route :func:`pca_dim` takes: ``method`` itself unless "auto", which is "cov" when
     ε ≥ 1e−10 (the covariance's absolute eigenvalue error ~d·1e−16·λ_max is then far below ε·λ_max) and
     N > 2d (the d×d covariance is the cheaper matrix), else "svd"."""
