@@ -194,16 +194,17 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
     L = math.log(d)
     cbc = c_b_coarse if c_b_coarse is not None else c_b_for_lucky(m_coarse, lucky, d)
     cbf = c_b_fine if c_b_fine is not None else c_b_for_lucky(m_fine, lucky, d)
+    wc, wf = paper_width(d, c0), paper_width(d, c0, True)
     rows = [
         _row("d", d, "sufficiently large (item 1)", "—", "n/a"),
         _row("P", P, "P σ_ζ ≥ ω(polylog d), P ≤ poly(d) (item 13)", f"P σ_ζ = {P * noise_norm / math.sqrt(d):.2g} vs "
              f"log d = {L:.2f}", P * noise_norm / math.sqrt(d) >= L),
         _row("s", s, "s ≥ polylog(d), degree > 15 (item 10)", f"log^15 d = {L ** 15:.1e}", s >= L ** 15),
         _row("k", k, "polylog(d) ≤ k ≤ d^0.4, s ≥ log^5 d·k (item 4)", f"[{L:.2f}, {d ** 0.4:.2f}]", L <= k <= d ** 0.4),
-        _row("m_coarse", m_coarse, "Θ(d^{2+2c0}) (Prop 1; Θ read as one decade each way)", f"{paper_width(d, c0):.0f}",
-             0.1 * paper_width(d, c0) <= m_coarse <= 10 * paper_width(d, c0)),
-        _row("m_fine", m_fine, "Θ(d^{1+2c0}) per subclass (Prop 2; one decade each way)",
-             f"{paper_width(d, c0, True):.0f}", 0.1 * paper_width(d, c0, True) <= m_fine <= 10 * paper_width(d, c0, True)),
+        _row("m_coarse", m_coarse, "Θ(d^{2+2c0}) (Prop 1; Θ read as one decade each way)", f"{wc:.0f}",
+             0.1 * wc <= m_coarse <= 10 * wc),
+        _row("m_fine", m_fine, "Θ(d^{1+2c0}) per subclass (Prop 2; one decade each way)", f"{wf:.0f}",
+             0.1 * wf <= m_fine <= 10 * wf),
         _row("c_b_coarse", round(cbc, 3), "4 + 2c0 (item 6); bias b⁽⁰⁾ = −σ0 √(c_b log d)",
              f"{paper_c_b(c0):.2f}", abs(cbc - paper_c_b(c0)) < 1e-9),
         _row("c_b_fine", round(cbf, 3), "2 + 2c0 (item 6)", f"{paper_c_b(c0, True):.2f}",
