@@ -198,6 +198,21 @@ def test_pca_dim_of_a_constant_feature_is_zero_on_both_routes():
 
 
 # ------------------------------------------------------------------------------------ theory/collapse/metrics.py
+def _direct_vci(X, y, K):
+    """VC Def 5.3 by the textbook formula, 1 − Tr[Σ_T⁻¹Σ_B]/(K − 1) (Σ_B weighted by class shares), and cond Σ_T."""
+    mu = X.mean(axis=0)
+    St = (X - mu).T @ (X - mu) / len(y)
+    Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
+    return 1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), np.linalg.cond(St)
+
+
+def _centred_basis(K):
+    """q = (√π_k) for K equal classes, and an orthonormal basis Q (K × K−1) of q⊥: rows of M = Q·(...) are centred
+    class means (Mᵀq = 0)."""
+    q = np.full(K, 1 / np.sqrt(K))
+    return q, np.linalg.qr(np.c_[q, np.eye(K)[:, : K - 1]])[0][:, 1:K]
+
+
 def _three_classes(seed=1, p=5):
     rng = np.random.default_rng(seed)
     K, n = 3, 30
@@ -327,11 +342,9 @@ def test_vci_with_a_nearly_collapsed_feature_matches_the_direct_formula():
     y = np.repeat(np.arange(K), n)
     X = np.c_[y + 1e-13 * rng.standard_normal(K * n),
               3 * rng.standard_normal((K, p - 1))[y] + rng.standard_normal((K * n, p - 1))]
-    mu = X.mean(axis=0)
-    St = (X - mu).T @ (X - mu) / len(y)
-    Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
-    assert np.linalg.cond(St) < 1e3
-    assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
+    want, cond = _direct_vci(X, y, K)
+    assert cond < 1e3
+    assert vc.vci(X, y) == pytest.approx(want, rel=1e-9)
 
 
 @pytest.mark.parametrize("f", [R.singular_values, R.numerical_rank, R.pca_dim, R.eps_max_low_rank])
@@ -379,8 +392,7 @@ def test_fuzz_vb_takes_the_gram_route_exactly_when_gp_is_1e3_k_eps_conditioned()
     from theory.collapse.linalg import Frame
     eps = np.finfo(float).eps
     K = 3
-    q = np.full(K, 1 / np.sqrt(K))
-    Q = np.linalg.qr(np.c_[q, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])[0][:, 1:3]  # an orthonormal basis of q⊥
+    q, Q = _centred_basis(K)
     W = np.linalg.qr(np.random.default_rng(0).standard_normal((4, 2)))[0]
     routes = set()
     for s in np.geomspace(4e-7, 3e-6, 12):
@@ -402,8 +414,7 @@ def test_fuzziness_overflow_is_an_error_not_inf(K, p):
     """Tr[Σ_B†Σ_W] with Σ_B ~1e−300 (resolved: its eigenvalues differ by 2×) against Σ_W ~1e10 is ~1e310, outside
     float64: a ValueError that says so, on both routes, never inf."""
     from theory.collapse.linalg import Frame
-    q = np.full(K, 1 / np.sqrt(K))
-    Q = np.linalg.qr(np.c_[q, np.eye(K)[:, : K - 1]])[0][:, 1:K]  # orthonormal basis of q⊥ (centred means)
+    q, Q = _centred_basis(K)
     r = min(K - 1, p)
     W = np.linalg.qr(np.random.default_rng(1).standard_normal((p, r)))[0]
     M = 1e-150 * Q[:, :r] @ np.diag(np.linspace(1.0, 2.0, r)) @ W.T
@@ -470,11 +481,9 @@ def test_vci_with_a_feature_that_barely_separates_the_classes():
     for k in range(K):  # exact class means 1e−12·k
         noise[y == k] -= noise[y == k].mean() - 1e-12 * k
     X = np.c_[3 * rng.standard_normal((K, 3))[y] + rng.standard_normal((K * n, 3)), noise]
-    mu = X.mean(axis=0)
-    St = (X - mu).T @ (X - mu) / len(y)
-    Sb = sum((y == k).mean() * np.outer(X[y == k].mean(axis=0) - mu, X[y == k].mean(axis=0) - mu) for k in range(K))
-    assert np.linalg.cond(St) < 1e3
-    assert vc.vci(X, y) == pytest.approx(1 - np.trace(np.linalg.solve(St, Sb)) / (K - 1), rel=1e-9)
+    want, cond = _direct_vci(X, y, K)
+    assert cond < 1e3
+    assert vc.vci(X, y) == pytest.approx(want, rel=1e-9)
 
 
 def test_penrose_first_condition_sees_a_scaled_inverse():
