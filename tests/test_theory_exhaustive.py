@@ -532,6 +532,38 @@ def test_second_moment_names_the_first_category_whose_energy_underflows():
         dp.second_moment(F)
 
 
+def _planted_null_row(r: float, seed: int, m: int = 6):
+    """A unit-diagonal Gram K = VᵀV of m unit vectors in R^{m−1} whose null vector v has v_0 = r × the documented
+    rounding level 10·m·ε·κ_r (NULL_NOISE's documented value, written out so that the test does not follow an
+    edit of it), v and κ_r computed from the construction (closed form and eigvalsh), not by _null_split:
+    v ∝ (1, −q∘n/s) with x_0 = X q/s, X = Q1 diag(1..2, s) Q2, n its column norms."""
+    rng = np.random.default_rng(seed)
+    Q1, _ = np.linalg.qr(rng.standard_normal((m - 1, m - 1)))
+    Q2, _ = np.linalg.qr(rng.standard_normal((m - 1, m - 1)))
+
+    def gram(s):
+        X = Q1 @ np.diag(np.r_[np.linspace(1.0, 2.0, m - 1)[:-1], s]) @ Q2
+        n = np.linalg.norm(X, axis=0)
+        V = np.column_stack([Q1[:, -1], X / n])
+        return V.T @ V, 1.0 / np.sqrt(1.0 + np.sum((Q2[-1, :] * n) ** 2) / s**2)
+
+    K, v0 = gram(1e-13)
+    w = np.linalg.eigvalsh(K)[1:]
+    level = 10.0 * m * np.finfo(float).eps * w[-1] / w[0]
+    return gram(1e-13 * r * level / v0)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_null_space_component_is_judged_against_the_documented_rounding_level(seed):
+    """ND Sec 2.2: f_0 is an exact linear combination of the others (R = 0) exactly when e_0 has a component in
+    null(K); relative_floor counts a component as real above NULL_NOISE·m·ε·κ_r (Davis–Kahan accuracy of eigh's
+    null space, with a 10× margin). At 1.5× that level the floor is 0; at 0.6× it is rounding and R comes from the
+    kept eigenvalues (here ≈ 1: e_0's range component is nearly orthogonal to the other logits' span)."""
+    from theory.dependency import relative_floor
+    assert relative_floor(_planted_null_row(1.5, seed))[0] == 0.0
+    assert relative_floor(_planted_null_row(0.6, seed))[0] > 0.5
+
+
 # ---------------------------------------------------------------------------------------- theory/neural_dependency.py
 @pytest.mark.parametrize("g_sq", [-1.0, float("nan"), float("inf")])
 def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
@@ -551,3 +583,23 @@ def test_as_covariance_judges_psd_on_the_symmetric_part(skew):
     from theory.validate import as_covariance
     C = np.array([[1.0, 1.0 + skew], [1.0 - skew, 1.0]])
     np.testing.assert_array_equal(as_covariance(C), np.ones((2, 2)))
+
+
+# ---------------------------------------------------------------------------------------- theory/collapse/probe.py
+def test_probe_loss_lstsq_without_features_is_the_bias_only_loss():
+    """p = 0 (an (N, 0) feature matrix) is a valid input: the probe is its bias alone, whose optimum predicts the
+    class priors, loss ½(1 − Σ_k π_k²) (VC Thm 5.1 with Σ_B = 0)."""
+    from theory.collapse.probe import probe_loss_lstsq
+    y = np.array([0, 0, 0, 1, 1, 2])
+    pi = np.bincount(y) / y.size
+    assert probe_loss_lstsq(np.zeros((6, 0)), y) == pytest.approx(0.5 * (1 - np.sum(pi**2)), rel=1e-12)
+
+
+def test_probe_loss_lstsq_keeps_a_feature_that_varies_by_one_ulp_of_its_offset():
+    """h = 2⁵² + y separates two classes exactly (loss 0: the affine probe (h − 2⁵²) recovers the one-hot). Its
+    variation is one ulp of its offset, 2⁻⁵² of the bias column once centred, so gelsd keeps the direction only
+    because each centred column is rescaled to rms ~1 first (the docstring's affine invariance)."""
+    from theory.collapse.probe import probe_loss_lstsq
+    y = np.tile([0, 1], 20)
+    H = (2.0**52 + y)[:, None]
+    assert probe_loss_lstsq(H, y) == pytest.approx(0.0, abs=1e-20)
