@@ -603,3 +603,19 @@ def test_probe_loss_lstsq_keeps_a_feature_that_varies_by_one_ulp_of_its_offset()
     y = np.tile([0, 1], 20)
     H = (2.0**52 + y)[:, None]
     assert probe_loss_lstsq(H, y) == pytest.approx(0.0, abs=1e-20)
+
+
+# ---------------------------------------------------------------------------------------- theory/collapse/stats.py
+@pytest.mark.parametrize("k", [500, 510])
+def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
+    """Features scaled by 2⁻ᵏ (k = 500, 510: ~1e−151, 1e−154) with a within-class spread of 1e−6 of the means:
+    the power-of-two scaling is exact, so the stored scatter, read back in the features' frame, must equal that
+    of the unscaled features times 2⁻²ᵏ. Stored raw, its entries (~2⁻¹⁰⁵⁰) would be subnormal and lose up to
+    half their digits; the store keeps every column within [2^−BAND, 2^BAND] (BAND = 256) to avoid exactly this."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 20)
+    H = rng.standard_normal((3, 4))[y] + 1e-6 * rng.standard_normal((60, 4))
+    ref = ClassStats.from_features(H, y).sigma_w()
+    _, Sw, e = ClassStats.from_features(np.ldexp(H, -k), y).scaled()
+    np.testing.assert_allclose(np.ldexp(Sw, e[:, None] + e[None, :] + 2 * k), ref, rtol=1e-12, atol=0)
