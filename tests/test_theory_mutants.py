@@ -701,6 +701,10 @@ def test_regime_table_every_row_against_fg_b3():
     assert base["c_b_fine"]["paper value at this d"] == f"{2 + 2 * c0:.2f}"
     on = rows(c_b_coarse=4 + 2 * c0, c_b_fine=2 + 2 * c0)
     assert on["c_b_coarse"]["inside"] is True and on["c_b_fine"]["inside"] is True and on["bias b⁽⁰⁾ (coarse)"]["inside"]
+    # "equals the paper's c_b" is read to 1e−9 (a c_b from m·Q = lucky is an isf, never exact): every c_b row, both sides
+    for dc, inside in ((0.5e-9, True), (-0.5e-9, True), (1.5e-9, False), (-1.5e-9, False)):
+        near = rows(c_b_coarse=4 + 2 * c0 + dc, c_b_fine=2 + 2 * c0 + dc)
+        assert [near[r]["inside"] for r in ("c_b_coarse", "c_b_fine", "bias b⁽⁰⁾ (coarse)")] == [inside] * 3, dc
     off = rows(c_b_coarse=4.2, c_b_fine=2.2)
     assert off["c_b_coarse"]["value"] == 4.2 and not off["c_b_coarse"]["inside"] and not off["c_b_fine"]["inside"]
     # item 14: η/σ0 ∈ [0.1, 10] (Θ(1) read as one decade each way), inclusive
