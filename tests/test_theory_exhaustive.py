@@ -197,6 +197,44 @@ def test_pca_dim_of_a_constant_feature_is_zero_on_both_routes():
         assert R.pca_dim(np.arange(6.0)[:, None], method=method) == 1
 
 
+def _nearly_collinear(r):
+    """Logits f_0 = (1, −1, 1), f_1 = (1, 0, 0), f_2 = (1, δ, 0): f_1 joins first (b̂ = (1, 1 − δ)), then f_2 with
+    a squared Cholesky pivot δ²/(1 + δ²) = r of Cov_22. Cov ≻ 0; f_2 is the only way to reach f_0's second
+    coordinate."""
+    d = np.sqrt(r / (1 - r))
+    V = np.array([[1.0, -1.0, 1.0], [1.0, 0.0, 0.0], [1.0, d, 0.0]]).T
+    return V.T @ V
+
+
+def _lasso_minimum(cov, lam):
+    """min of θᵀCovθ + λ‖θ̂‖₁ (θ_0 = −1, n = 3) by enumerating every support and sign pattern of θ̂ (the closed
+    form Ĉov_SS⁻¹(b̂_S − λ/2 s_S) on each, kept where its signs agree): independent of the homotopy."""
+    import itertools
+    C, b = cov[1:, 1:], cov[1:, 0]
+    best = cov[0, 0]  # θ̂ = 0
+    for S in ([0], [1], [0, 1]):
+        for sg in itertools.product([-1.0, 1.0], repeat=len(S)):
+            th = np.zeros(2)
+            th[S] = np.linalg.solve(C[np.ix_(S, S)], b[S] - lam / 2 * np.array(sg))
+            if np.all(np.sign(th[S]) == sg):
+                t = np.r_[-1.0, th]
+                best = min(best, t @ cov @ t + lam * np.abs(th).sum())
+    return best
+
+
+@pytest.mark.parametrize("lam", [1e-9, 1e-7])
+def test_a_category_is_set_aside_only_below_the_documented_pivot_tolerance(lam):
+    """Module doc of theory.covlasso: a joining category is set aside when its squared Cholesky pivot is ≤ 1e−12
+    of Cov_jj (numerically in the span of the active ones). At 1.5e−12 it must join: the objective then equals
+    the enumerated minimum (≈ 1.0; without f_2 it is ≈ 2.0). At 0.5e−12 it is set aside: θ_2 = 0 exactly."""
+    from theory.covlasso import covlasso
+    cov = _nearly_collinear(1.5e-12)
+    th = covlasso(cov, 0, lam)
+    assert th[2] != 0.0
+    assert th @ cov @ th + lam * np.abs(th[1:]).sum() == pytest.approx(_lasso_minimum(cov, lam), rel=1e-6)
+    assert covlasso(_nearly_collinear(0.5e-12), 0, lam)[2] == 0.0
+
+
 # ------------------------------------------------------------------------------------ theory/collapse/metrics.py
 def _direct_vci(X, y, K):
     """VC Def 5.3 by the textbook formula, 1 − Tr[Σ_T⁻¹Σ_B]/(K − 1) (Σ_B weighted by class shares), and cond Σ_T."""
