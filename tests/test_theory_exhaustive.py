@@ -657,3 +657,35 @@ def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
     ref = ClassStats.from_features(H, y).sigma_w()
     _, Sw, e = ClassStats.from_features(np.ldexp(H, -k), y).scaled()
     np.testing.assert_allclose(np.ldexp(Sw, e[:, None] + e[None, :] + 2 * k), ref, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_streaming_across_the_band_edge_equals_one_pass(sign):
+    """A first batch at 2^±250 (inside the store's band [2^−256, 2^256], stored as is) and a second at 2^±260
+    (outside: the columns are rescaled with the first batch already stored): Chan's merge in the rescaled frame
+    must give the one-pass means and Σ_W (VC Eq 1) to rounding; the old data must be shifted by the change of unit."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(1)
+    y = np.tile(np.arange(3), 10)
+    H = rng.standard_normal((30, 4)) + np.arange(3)[y][:, None]
+    H[:15], H[15:] = np.ldexp(H[:15], sign * 250), np.ldexp(H[15:], sign * 260)
+    one = ClassStats.from_features(H, y)
+    two = ClassStats(4, 3).update(H[:15], y[:15]).update(H[15:], y[15:])
+    np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
+    M1, S1, e1 = one.scaled()
+    M2, S2, e2 = two.scaled()
+    np.testing.assert_allclose(np.ldexp(S2, e2[:, None] + e2[None, :]), np.ldexp(S1, e1[:, None] + e1[None, :]),
+                               rtol=1e-13, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------- theory/multiview.py
+def test_paper_constants_default_to_c0_of_one_twentieth():
+    """Our reading of FG B.3 item 5 (c₀ ∈ (0, 0.1), no value given): c₀ = 0.05 by default, the same in every
+    function that takes it: c_b = 4 + 2c₀ = 4.1 (coarse), 2.1 (fine), widths d^{2.1} and d^{1.1}."""
+    import inspect
+    import theory.multiview as mv
+    assert mv.paper_c_b() == pytest.approx(4.1, rel=1e-15)
+    assert mv.paper_c_b(fine=True) == pytest.approx(2.1, rel=1e-15)
+    assert mv.paper_width(100) == pytest.approx(100 ** 2.1, rel=1e-14)
+    assert mv.paper_width(100, fine=True) == pytest.approx(100 ** 1.1, rel=1e-14)
+    assert inspect.signature(mv.regime_table).parameters["c0"].default == 0.05

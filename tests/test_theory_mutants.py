@@ -720,6 +720,8 @@ def test_regime_table_every_row_against_fg_b3():
     # item 8: ι_lower ≥ 1/log⁴ d, s·ι_upper ≤ 1/log d
     assert base["α′ lower ι_lower"]["paper value at this d"] == f"{L ** -4:.4f}" and base["α′ lower ι_lower"]["inside"]
     assert not rows(iota_lower=0.9 * L ** -4, iota_upper=0.5)["α′ lower ι_lower"]["inside"]
+    # the displayed s·ι_upper is rounded to 4 decimals (3 × 0.123456 = 0.370368)
+    assert rows(iota_lower=0.01, iota_upper=0.123456)["α′ upper: s·ι_upper"]["value"] == 0.3704
     up = base["α′ upper: s·ι_upper"]
     assert up["value"] == 1.5 and up["paper value at this d"] == f"{1 / L:.3f}" and up["inside"] is False
     assert rows(iota_lower=0.01, iota_upper=1 / (3.0 * L))["α′ upper: s·ι_upper"]["inside"] is True
