@@ -677,15 +677,3 @@ def test_streaming_across_the_band_edge_equals_one_pass(sign):
     np.testing.assert_allclose(np.ldexp(S2, e2[:, None] + e2[None, :]), np.ldexp(S1, e1[:, None] + e1[None, :]),
                                rtol=1e-13, atol=0)
 
-
-# ---------------------------------------------------------------------------------------------- theory/multiview.py
-def test_paper_constants_default_to_c0_of_one_twentieth():
-    """Our reading of FG B.3 item 5 (c₀ ∈ (0, 0.1), no value given): c₀ = 0.05 by default, the same in every
-    function that takes it: c_b = 4 + 2c₀ = 4.1 (coarse), 2.1 (fine), widths d^{2.1} and d^{1.1}."""
-    import inspect
-    import theory.multiview as mv
-    assert mv.paper_c_b() == pytest.approx(4.1, rel=1e-15)
-    assert mv.paper_c_b(fine=True) == pytest.approx(2.1, rel=1e-15)
-    assert mv.paper_width(100) == pytest.approx(100 ** 2.1, rel=1e-14)
-    assert mv.paper_width(100, fine=True) == pytest.approx(100 ** 1.1, rel=1e-14)
-    assert inspect.signature(mv.regime_table).parameters["c0"].default == 0.05

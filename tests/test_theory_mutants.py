@@ -337,6 +337,18 @@ def test_lucky_set_sizes_smallest_d():
     assert 0 < out["S_star"] < out["S"] < 10
 
 
+@pytest.mark.parametrize("m, d, c_b", [(800, 100, 1.17), (10, 3, 1.0), (50, 7, 4.1)])
+def test_lucky_set_sizes_are_the_prop1_expectations(m, d, c_b):
+    """FG Prop 1 steps 1–2: E|S| = m·Q(τ₋), E|S*| = m·Q(τ₊)(1 − Q(τ₋))^{d−1} (the other d − 1 coordinates of an
+    orthonormal V all below τ₋), τ± = √(c_b(log d ± 1/log⁵ d)); Q from scipy's normal survival function."""
+    from scipy.stats import norm
+    eps = math.log(d) ** -5
+    t_lo, t_hi = math.sqrt(c_b * (math.log(d) - eps)), math.sqrt(c_b * (math.log(d) + eps))
+    out = mv.lucky_set_sizes(m, d, c_b)
+    assert out["S"] == pytest.approx(m * norm.sf(t_lo), rel=1e-12)
+    assert out["S_star"] == pytest.approx(m * norm.sf(t_hi) * norm.cdf(t_lo) ** (d - 1), rel=1e-12)
+
+
 # ------------------------------------------------------------------------------------------- theory/collapse
 
 def test_metrics_at_once_equal_the_metrics_one_by_one():
@@ -372,6 +384,10 @@ def test_paper_width_and_c_b():
     assert mv.paper_width(100, 0.05, fine=True) == pytest.approx(100**1.1, rel=1e-14)
     assert mv.paper_width(1, 0.07) == 1.0 and mv.paper_width(3, 0.05) == pytest.approx(3**2.1, rel=1e-14)
     assert mv.paper_c_b(0.05) == pytest.approx(4.1) and mv.paper_c_b(0.05, fine=True) == pytest.approx(2.1)
+    # item 5 gives no value of c₀: ours is 0.05 by default, the same in every function that takes it
+    assert mv.paper_c_b() == mv.paper_c_b(0.05) and mv.paper_c_b(fine=True) == mv.paper_c_b(0.05, fine=True)
+    assert mv.paper_width(100) == mv.paper_width(100, 0.05)
+    assert mv.paper_width(100, fine=True) == mv.paper_width(100, 0.05, fine=True)
     for bad in (0.0, 0.1, -0.01):
         with pytest.raises(ValueError, match="c0"):
             mv.paper_width(100, bad)
@@ -681,6 +697,11 @@ def test_regime_table_every_row_against_fg_b3():
     # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100)
     assert base["k"]["paper value at this d"] == f"[{L:.2f}, {d ** 0.4:.2f}]"
     assert [rows(k=k)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
+    assert rows(P=1, k=1)["P"]["value"] == 1 and rows(P=1, k=1)["k"]["inside"] is False  # the smallest valid P, k
+    assert rows(d=2)["d"]["value"] == 2  # and d (log d > 0)
+    for bad in (dict(P=0), dict(k=0), dict(d=1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            rows(**bad)
     # Prop 1–2 widths and item 6's c_b = 4 + 2c0 (coarse), 2 + 2c0 (fine)
     assert base["m_coarse"]["paper value at this d"] == f"{d ** (2 + 2 * c0):.0f}"
     assert base["m_fine"]["paper value at this d"] == f"{d ** (1 + 2 * c0):.0f}"
