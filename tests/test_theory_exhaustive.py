@@ -677,3 +677,14 @@ def test_streaming_across_the_band_edge_equals_one_pass(sign):
     np.testing.assert_allclose(np.ldexp(S2, e2[:, None] + e2[None, :]), np.ldexp(S1, e1[:, None] + e1[None, :]),
                                rtol=1e-13, atol=0)
 
+
+
+# ---------------------------------------------------------------------------------------------- theory/multiview.py
+def test_multiview_size_and_count_limits_are_named():
+    """FG App B.1: P ≥ 1 patches, capped at MAX_P = 10 000 (patch_count_pmf is O(P²): ~9 s at the cap), and
+    k ≥ 1 subclasses per class (‖u‖² = 2 + 2k of the linear model); out of range is a ValueError naming both."""
+    import theory.multiview as mv
+    with pytest.raises(ValueError, match=r"P: must be an integer in \[1, 10000\], got 10001"):
+        mv.patch_count_pmf(10_001, 3.0)
+    with pytest.raises(ValueError, match=r"k: must be an integer in \[1, "):
+        mv.linear_error(16, 3.0, 0, 0.1)
