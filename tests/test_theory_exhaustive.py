@@ -644,6 +644,18 @@ def test_probe_loss_lstsq_keeps_a_feature_that_varies_by_one_ulp_of_its_offset()
 
 
 # ---------------------------------------------------------------------------------------- theory/collapse/stats.py
+def test_scalar_metrics_are_builtin_floats_at_any_scale():
+    """Scalars of the metrics are Python floats (as their annotations say; unscale returns float for 0-d), at scale
+    1 and 2^-300 (where they pass through the power-of-two unscaling)."""
+    import theory.collapse as vc
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(3), 10)
+    H = rng.standard_normal((30, 4)) + 3.0 * rng.standard_normal((3, 4))[y]
+    for X in (H, np.ldexp(H, -300)):
+        assert type(vc.squared_distance(X, y)) is float
+        assert all(type(v) is float for k, v in vc.vb_split(X, y).items() if k != "rank")
+
+
 @pytest.mark.parametrize("k", [500, 510])
 def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
     """Features scaled by 2⁻ᵏ (k = 500, 510: ~1e−151, 1e−154) with a within-class spread of 1e−6 of the means:
@@ -688,3 +700,18 @@ def test_multiview_size_and_count_limits_are_named():
         mv.patch_count_pmf(10_001, 3.0)
     with pytest.raises(ValueError, match=r"k: must be an integer in \[1, "):
         mv.linear_error(16, 3.0, 0, 0.1)
+    with pytest.raises(ValueError, match=r"m: must be an integer in \[1, "):  # no neurons: no lucky set
+        mv.lucky_set_sizes(0, 100, 1.0)
+    with pytest.raises(ValueError, match=r"d: must be an integer in \[2, "):  # τ = √(c_b log d) = 0 at d = 1
+        mv.bias_threshold(1.0, 1)
+
+
+def test_regime_table_item_13_is_inclusive_at_equality():
+    """FG B.3 item 13, P σ_ζ ≥ polylog d read as ≥ log d, inclusive: at d = 64 (√d = 8), P = 64 and
+    σ_ζ√d = log(64)/8 give P σ_ζ = log d exactly in binary (powers of two only)."""
+    import math
+    import theory.multiview as mv
+    L = math.log(64)
+    rows = {r["parameter"]: r for r in mv.regime_table(d=64, P=64, s=3.0, k=8, m_coarse=800, m_fine=100, lucky=8.0,
+                                                       noise_norm=L / 8, sigma0=1e-7, eta=1e-7)}
+    assert rows["P"]["inside"] is True
