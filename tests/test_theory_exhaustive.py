@@ -702,8 +702,13 @@ def test_multiview_size_and_count_limits_are_named():
         mv.linear_error(16, 3.0, 0, 0.1)
     with pytest.raises(ValueError, match=r"m: must be an integer in \[1, "):  # no neurons: no lucky set
         mv.lucky_set_sizes(0, 100, 1.0)
-    with pytest.raises(ValueError, match=r"d: must be an integer in \[2, "):  # τ = √(c_b log d) = 0 at d = 1
-        mv.bias_threshold(1.0, 1)
+    for f in (lambda: mv.bias_threshold(1.0, 1), lambda: mv.c_b_for_lucky(800, 8.0, 1)):
+        with pytest.raises(ValueError, match=r"d: must be an integer in \[2, "):  # log d = 0 at d = 1
+            f()
+    with pytest.raises(ValueError, match=r"P: must be an integer in \[1, 10000\], got 0"):
+        mv.patch_count_pmf(0, 1.0)
+    # s = P is allowed (every patch common, C = P surely): (0, P] is closed at P
+    np.testing.assert_array_equal(mv.patch_count_pmf(4, 4.0)[1], [0.0, 0.0, 0.0, 0.0, 1.0])
 
 
 def test_regime_table_item_13_is_inclusive_at_equality():
