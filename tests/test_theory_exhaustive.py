@@ -656,6 +656,29 @@ def test_scalar_metrics_are_builtin_floats_at_any_scale():
         assert all(type(v) is float for k, v in vc.vb_split(X, y).items() if k != "rank")
 
 
+def test_scatter_within_is_n_sigma_w_with_columns_at_different_scales():
+    """scatter_within = Σ_k Σ_i (h − μ_k)(h − μ_k)ᵀ = N·Σ_W in the features' units, entry (i, j) carrying both
+    columns' units: columns at 2^300, 1 and 2^-300 (outside the store's band: three stored exponents), against a
+    direct numpy sum."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(4)
+    y = np.repeat(np.arange(3), 8)
+    H = (rng.standard_normal((24, 3)) + rng.standard_normal((3, 3))[y]) * np.ldexp(1.0, [300, 0, -300])
+    C = H - np.array([H[y == k].mean(axis=0) for k in range(3)])[y]
+    np.testing.assert_allclose(ClassStats.from_features(H, y).scatter_within, C.T @ C, rtol=1e-12, atol=0)
+
+
+def test_class_stats_refuse_empty_labels_and_no_features():
+    """Bad input named: an empty or 2-D label array, and zero feature columns."""
+    from theory.collapse.stats import ClassStats
+    with pytest.raises(ValueError, match="labels: expected a non-empty 1-D array"):
+        ClassStats.from_features(np.zeros((0, 3)), np.zeros(0, dtype=int))
+    with pytest.raises(ValueError, match="labels: expected a non-empty 1-D array"):
+        ClassStats.from_features(np.zeros((4, 3)), np.array([[0, 1], [1, 0]]))
+    with pytest.raises(ValueError, match="n_features"):
+        ClassStats(0, 3)
+
+
 @pytest.mark.parametrize("k", [500, 510])
 def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
     """Features scaled by 2⁻ᵏ (k = 500, 510: ~1e−151, 1e−154) with a within-class spread of 1e−6 of the means:
@@ -707,6 +730,9 @@ def test_multiview_size_and_count_limits_are_named():
             f()
     with pytest.raises(ValueError, match=r"P: must be an integer in \[1, 10000\], got 0"):
         mv.patch_count_pmf(0, 1.0)
+    with pytest.raises(ValueError, match=r"s must lie in \(0, P\]"):
+        mv.patch_count_pmf(4, 0.0)
+    assert mv.bias_threshold(1.0, 2) == pytest.approx(np.sqrt(np.log(2.0)), rel=1e-15)  # d = 2 is valid
     # s = P is allowed (every patch common, C = P surely): (0, P] is closed at P
     np.testing.assert_array_equal(mv.patch_count_pmf(4, 4.0)[1], [0.0, 0.0, 0.0, 0.0, 1.0])
 

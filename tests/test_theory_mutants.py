@@ -726,6 +726,7 @@ def test_regime_table_every_row_against_fg_b3():
     for dc, inside in ((0.5e-9, True), (-0.5e-9, True), (1.5e-9, False), (-1.5e-9, False)):
         near = rows(c_b_coarse=4 + 2 * c0 + dc, c_b_fine=2 + 2 * c0 + dc)
         assert [near[r]["inside"] for r in ("c_b_coarse", "c_b_fine", "bias b⁽⁰⁾ (coarse)")] == [inside] * 3, dc
+    assert rows(c_b_coarse=4.12345)["c_b_coarse"]["value"] == 4.123  # displayed to 3 decimals
     off = rows(c_b_coarse=4.2, c_b_fine=2.2)
     assert off["c_b_coarse"]["value"] == 4.2 and not off["c_b_coarse"]["inside"] and not off["c_b_fine"]["inside"]
     # item 14: η/σ0 ∈ [0.1, 10] (Θ(1) read as one decade each way), inclusive
@@ -737,6 +738,7 @@ def test_regime_table_every_row_against_fg_b3():
     # item 11: σ_ζ√d = 1/log^10 d (inside up to 1.5×)
     assert base["noise norm σ_ζ√d"]["paper value at this d"] == f"{L ** -10:.1e}"
     assert rows(noise_norm=1.5 * L ** -10)["noise norm σ_ζ√d"]["inside"] is True
+    assert rows(noise_norm=1.6 * L ** -10)["noise norm σ_ζ√d"]["inside"] is False
     assert base["noise norm σ_ζ√d"]["inside"] is False
     # item 8: ι_lower ≥ 1/log⁴ d, s·ι_upper ≤ 1/log d
     assert base["α′ lower ι_lower"]["paper value at this d"] == f"{L ** -4:.4f}" and base["α′ lower ι_lower"]["inside"]
