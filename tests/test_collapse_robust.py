@@ -155,6 +155,9 @@ def test_pickle_round_trip_and_old_format():
     revived = vc.ClassStats.__new__(vc.ClassStats)
     revived.__setstate__(state)
     assert vc.vci(revived) == pytest.approx(vc.vci(old), rel=1e-14)
+    H2, y2 = _data(11)  # and it keeps accumulating: = the statistics of both sets at once
+    both = vc.ClassStats.from_features(np.vstack([H, H2]), np.r_[y, y2])
+    np.testing.assert_allclose(revived.update(H2, y2).sigma_w(), both.sigma_w(), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------------------
