@@ -679,6 +679,65 @@ def test_class_stats_refuse_empty_labels_and_no_features():
         ClassStats(0, 3)
 
 
+def test_a_small_batch_after_a_large_one_does_not_re_base_the_column():
+    """The store's unit of a column follows the largest |value| seen so far: a batch at 2^-300 after one at 2^250
+    leaves the column in the 2^250 frame (re-basing on the small batch alone would shift the stored 2^250 data to
+    ~2^550 and overflow its scatter). Streaming must equal one pass (VC Eq 1)."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(5)
+    y = np.tile(np.arange(3), 10)
+    H = rng.standard_normal((30, 2)) + np.arange(3)[y][:, None]
+    H[:15], H[15:] = np.ldexp(H[:15], 250), np.ldexp(H[15:], -300)
+    one = ClassStats.from_features(H, y)
+    two = ClassStats(2, 3).update(H[:15], y[:15]).update(H[15:], y[15:])
+    np.testing.assert_allclose(two.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
+
+
+def test_old_format_pickle_keeps_its_largest_value_as_the_column_scale():
+    """A pickle from before the scaled store (plain means, scatter) is revived with the largest stored |mean| as
+    each column's scale, so a later batch at 2^-300 does not re-base 2^250 data (a class mean of exactly 0, as
+    here, must not be taken for the column's scale)."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(3), 4)
+    H = rng.standard_normal((12, 2)) + np.arange(3)[y][:, None]
+    H[2:4] = -H[:2]  # class 0's mean is exactly 0
+    H = np.ldexp(H, 250)
+    old = ClassStats.from_features(H, y)
+    revived = ClassStats.__new__(ClassStats)
+    revived.__setstate__({"p": 2, "K": 3, "counts": old.counts, "unit_sums": old.unit_sums, "means": old.means,
+                          "scatter_within": old.scatter_within})
+    H2 = np.ldexp(rng.standard_normal((6, 2)), -300)
+    y2 = np.repeat(np.arange(3), 2)
+    both = ClassStats.from_features(np.vstack([H, H2]), np.r_[y, y2])
+    np.testing.assert_allclose(revived.update(H2, y2).sigma_w(), both.sigma_w(), rtol=1e-12, atol=0)
+
+
+def test_merge_of_two_stats_missing_the_same_class_then_more_data():
+    """merge takes only the classes the other side has seen: two halves without class 2, merged, then class 2's
+    samples, give the statistics of all the data (an unseen class must stay empty, not 0/0)."""
+    from theory.collapse.stats import ClassStats
+    rng = np.random.default_rng(6)
+    y = np.repeat(np.arange(3), 6)
+    H = rng.standard_normal((18, 3)) + 2.0 * rng.standard_normal((3, 3))[y]
+    a = ClassStats(3, 3).update(H[:6], y[:6])
+    b = ClassStats(3, 3).update(H[6:12], y[6:12])
+    m = a.merge(b).update(H[12:], y[12:])
+    ref = ClassStats.from_features(H, y)
+    np.testing.assert_allclose(m.means, ref.means, rtol=1e-13)
+    np.testing.assert_allclose(m.sigma_w(), ref.sigma_w(), rtol=1e-12)
+
+
+def test_metrics_of_empty_stats_or_missing_labels_say_so():
+    """Bad input named: statistics with no samples yet, and a feature array without its labels."""
+    import theory.collapse as vc
+    with pytest.raises(ValueError, match="no samples yet"):
+        vc.vci(vc.ClassStats(3, 2))
+    with pytest.raises(ValueError, match="labels: required when the first argument is a feature array"):
+        vc.vci(np.ones((4, 3)))
+
+
 @pytest.mark.parametrize("k", [500, 510])
 def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
     """Features scaled by 2⁻ᵏ (k = 500, 510: ~1e−151, 1e−154) with a within-class spread of 1e−6 of the means:

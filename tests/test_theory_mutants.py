@@ -331,7 +331,7 @@ def test_covlasso_cd_stopping_rule_is_relative_to_theta():
 
 def test_lucky_set_sizes_smallest_d():
     """d = 2 has log d < 1/log⁵ d (τ₋ undefined), d = 3 is the smallest valid patch dimension."""
-    with pytest.raises(ValueError, match="d"):
+    with pytest.raises(ValueError, match="d = 2 is too small"):
         mv.lucky_set_sizes(10, 2, 1.0)
     out = mv.lucky_set_sizes(10, 3, 1.0)
     assert 0 < out["S_star"] < out["S"] < 10
@@ -369,7 +369,7 @@ def test_metrics_at_once_equal_the_metrics_one_by_one():
 def test_c_b_for_lucky_solves_the_lucky_neuron_equation():
     """FG (our choice of the free pair, theory/multiview.py): c_b solves m·Q(√(c_b log d)) = lucky, for any
     lucky in (0, m/2) — fewer than one expected lucky neuron included."""
-    for m, lucky, d in ((800, 8.0, 100), (100, 0.5, 50), (5, 2.4, 3)):
+    for m, lucky, d in ((800, 8.0, 100), (100, 0.5, 50), (5, 2.4, 3), (1, 0.25, 100)):
         c_b = mv.c_b_for_lucky(m, lucky, d)
         assert m * float(mv.gaussian_tail(math.sqrt(c_b * math.log(d)))) == pytest.approx(lucky, rel=1e-10)
         sizes = mv.lucky_set_sizes(m, d, c_b)  # τ₋ < √(c_b log d) < τ₊ and the exclusivity factor is < 1
@@ -694,6 +694,9 @@ def test_regime_table_every_row_against_fg_b3():
     assert base["s"]["paper value at this d"] == f"log^15 d = {L ** 15:.1e}"
     assert base["s"]["inside"] is False and rows(s=L ** 15)["s"]["inside"] is True
     assert rows(s=100.0)["s"]["inside"] is False  # 100 ≪ log^15 d ≈ 8.8e9
+    assert rows(s=0.5 * L ** 15)["s"]["inside"] is False  # the exponent is 15: log^14 d ≈ 1.9e9 would let it in
+    # item 14: σ0 ≤ 1/(d³ s log d), inclusive
+    assert rows(sigma0=1 / (d ** 3 * 3.0 * L), eta=1 / (d ** 3 * 3.0 * L))["sigma0"]["inside"] is True
     # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100)
     assert base["k"]["paper value at this d"] == f"[{L:.2f}, {d ** 0.4:.2f}]"
     assert [rows(k=k)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
