@@ -677,6 +677,17 @@ def test_class_stats_refuse_empty_labels_and_no_features():
         ClassStats.from_features(np.zeros((4, 3)), np.array([[0, 1], [1, 0]]))
     with pytest.raises(ValueError, match="n_features"):
         ClassStats(0, 3)
+    one = ClassStats.from_features(np.ones((1, 3)), np.array([1]))  # one sample is valid (K = 2, class 0 empty)
+    assert one.n == 1 and one.counts.tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"labels: label -1 is outside \[0, 3\)"):  # the first bad label named
+        ClassStats.from_features(np.ones((4, 3)), np.array([0, -1, 7, 2]), n_classes=3)
+
+
+def test_balanced_means_equal_class_counts():
+    """VC Thm 5.1's balanced case (the closed form of the probe loss uses it): all n_k equal."""
+    from theory.collapse.stats import ClassStats
+    assert ClassStats.from_features(np.ones((4, 2)), np.array([0, 1, 0, 1])).balanced is True
+    assert ClassStats.from_features(np.ones((5, 2)), np.array([0, 1, 0, 1, 1])).balanced is False
 
 
 def test_a_small_batch_after_a_large_one_does_not_re_base_the_column():
@@ -792,6 +803,12 @@ def test_multiview_size_and_count_limits_are_named():
     with pytest.raises(ValueError, match=r"s must lie in \(0, P\]"):
         mv.patch_count_pmf(4, 0.0)
     assert mv.bias_threshold(1.0, 2) == pytest.approx(np.sqrt(np.log(2.0)), rel=1e-15)  # d = 2 is valid
+    assert mv.c_b_for_lucky(10, 1.0, 2) > 0
+    np.testing.assert_array_equal(mv.patch_count_pmf(1, 1.0)[1], [0.0, 1.0])  # P = 1: one common patch
+    with pytest.raises(ValueError, match=r"d: must be an integer in \[2, "):
+        mv.lucky_set_sizes(10, 1, 1.0)
+    with pytest.raises(ValueError, match=r"d: must be an integer in \[3, "):  # as lucky_set_sizes (τ₋ at d = 2)
+        mv.paper_regime(2, 3.0)
     # s = P is allowed (every patch common, C = P surely): (0, P] is closed at P
     np.testing.assert_array_equal(mv.patch_count_pmf(4, 4.0)[1], [0.0, 0.0, 0.0, 0.0, 1.0])
 

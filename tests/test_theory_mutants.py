@@ -724,6 +724,10 @@ def test_regime_table_every_row_against_fg_b3():
     assert base["c_b_coarse"]["paper value at this d"] == f"{4 + 2 * c0:.2f}"
     assert base["c_b_fine"]["paper value at this d"] == f"{2 + 2 * c0:.2f}"
     on = rows(c_b_coarse=4 + 2 * c0, c_b_fine=2 + 2 * c0)
+    tau = math.sqrt((4 + 2 * c0) * L)  # the bias row shows −σ0 τ to 4 significant digits
+    assert on["bias b⁽⁰⁾ (coarse)"]["value"] == float(f"{-1e-7 * tau:.4g}")
+    # α′ rows only when both ι_lower and ι_upper are given
+    assert "α′ lower ι_lower" not in rows(iota_lower=0.25) and "α′ upper: s·ι_upper" not in rows(iota_upper=0.5)
     assert on["c_b_coarse"]["inside"] is True and on["c_b_fine"]["inside"] is True and on["bias b⁽⁰⁾ (coarse)"]["inside"]
     # "equals the paper's c_b" is read to 1e−9 (a c_b from m·Q = lucky is an isf, never exact): every c_b row, both sides
     for dc, inside in ((0.5e-9, True), (-0.5e-9, True), (1.5e-9, False), (-1.5e-9, False)):
