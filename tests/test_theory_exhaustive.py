@@ -679,6 +679,8 @@ def test_class_stats_refuse_empty_labels_and_no_features():
         ClassStats(0, 3)
     one = ClassStats.from_features(np.ones((1, 3)), np.array([1]))  # one sample is valid (K = 2, class 0 empty)
     assert one.n == 1 and one.counts.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="class 0 has no samples"):  # … but not for a metric
+        one.sigma_w()
     with pytest.raises(ValueError, match=r"labels: label -1 is outside \[0, 3\)"):  # the first bad label named
         ClassStats.from_features(np.ones((4, 3)), np.array([0, -1, 7, 2]), n_classes=3)
 
@@ -700,9 +702,14 @@ def test_a_small_batch_after_a_large_one_does_not_re_base_the_column():
     H = rng.standard_normal((30, 2)) + np.arange(3)[y][:, None]
     H[:15], H[15:] = np.ldexp(H[:15], 250), np.ldexp(H[15:], -300)
     one = ClassStats.from_features(H, y)
-    two = ClassStats(2, 3).update(H[:15], y[:15]).update(H[15:], y[15:])
-    np.testing.assert_allclose(two.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
-    np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
+    for first, second in ((slice(0, 15), slice(15, 30)), (slice(15, 30), slice(0, 15))):  # and small, then large
+        two = ClassStats(2, 3).update(H[first], y[first]).update(H[second], y[second])
+        np.testing.assert_allclose(two.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
+        np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
+    # and a merge of the two (each in its own frame), then another small batch
+    a = ClassStats(2, 3).update(H[:15], y[:15])
+    m = a.merge(ClassStats(2, 3).update(H[15:24], y[15:24])).update(H[24:], y[24:])
+    np.testing.assert_allclose(m.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
 
 
 def test_old_format_pickle_keeps_its_largest_value_as_the_column_scale():
@@ -749,16 +756,17 @@ def test_metrics_of_empty_stats_or_missing_labels_say_so():
         vc.vci(np.ones((4, 3)))
 
 
-@pytest.mark.parametrize("k", [500, 510])
-def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k):
-    """Features scaled by 2⁻ᵏ (k = 500, 510: ~1e−151, 1e−154) with a within-class spread of 1e−6 of the means:
-    the power-of-two scaling is exact, so the stored scatter, read back in the features' frame, must equal that
-    of the unscaled features times 2⁻²ᵏ. Stored raw, its entries (~2⁻¹⁰⁵⁰) would be subnormal and lose up to
-    half their digits; the store keeps every column within [2^−BAND, 2^BAND] (BAND = 256) to avoid exactly this."""
+@pytest.mark.parametrize("k, spread", [(500, 1e-6), (510, 1e-6), (-510, 1.0)])
+def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k, spread):
+    """Features scaled by 2⁻ᵏ (~1e−151, 1e−154 with a within-class spread of 1e−6 of the means; ~1e154 with a
+    spread of 1): the power-of-two scaling is exact, so the stored scatter, read back in the features' frame,
+    must equal that of the unscaled features times 2⁻²ᵏ. Stored raw, the small scatter's entries (~2⁻¹⁰⁵⁰) would
+    be subnormal and lose up to half their digits, the large one's (60·2^1020) would overflow; the store keeps
+    every column within [2^−BAND, 2^BAND] (BAND = 256) to avoid exactly this."""
     from theory.collapse.stats import ClassStats
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 20)
-    H = rng.standard_normal((3, 4))[y] + 1e-6 * rng.standard_normal((60, 4))
+    H = rng.standard_normal((3, 4))[y] + spread * rng.standard_normal((60, 4))
     ref = ClassStats.from_features(H, y).sigma_w()
     _, Sw, e = ClassStats.from_features(np.ldexp(H, -k), y).scaled()
     np.testing.assert_allclose(np.ldexp(Sw, e[:, None] + e[None, :] + 2 * k), ref, rtol=1e-12, atol=0)
@@ -809,6 +817,9 @@ def test_multiview_size_and_count_limits_are_named():
         mv.lucky_set_sizes(10, 1, 1.0)
     with pytest.raises(ValueError, match=r"d: must be an integer in \[3, "):  # as lucky_set_sizes (τ₋ at d = 2)
         mv.paper_regime(2, 3.0)
+    assert mv.paper_regime(3, 3.0)["hard_noise_norm"] == pytest.approx(np.log(3.0), rel=1e-15)
+    with pytest.raises(ValueError, match=r"m: must be an integer in \[1, "):
+        mv.c_b_for_lucky(0, 0.5, 100)
     # s = P is allowed (every patch common, C = P surely): (0, P] is closed at P
     np.testing.assert_array_equal(mv.patch_count_pmf(4, 4.0)[1], [0.0, 0.0, 0.0, 0.0, 1.0])
 

@@ -700,6 +700,7 @@ def test_regime_table_every_row_against_fg_b3():
     # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100)
     assert base["k"]["paper value at this d"] == f"[{L:.2f}, {d ** 0.4:.2f}]"
     assert [rows(k=k)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
+    assert rows(d=32, k=4)["k"]["inside"] is True  # 32^0.4 = 4 exactly: the upper edge is inclusive
     assert rows(P=1, k=1)["P"]["value"] == 1 and rows(P=1, k=1)["k"]["inside"] is False  # the smallest valid P, k
     assert rows(d=2)["d"]["value"] == 2  # and d (log d > 0)
     for bad in (dict(P=0), dict(k=0), dict(d=1)):
