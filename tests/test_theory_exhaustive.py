@@ -820,6 +820,10 @@ def test_multiview_size_and_count_limits_are_named():
     assert mv.paper_regime(3, 3.0)["hard_noise_norm"] == pytest.approx(np.log(3.0), rel=1e-15)
     with pytest.raises(ValueError, match=r"m: must be an integer in \[1, "):
         mv.c_b_for_lucky(0, 0.5, 100)
+    with pytest.raises(ValueError, match=r"lucky must lie in \(0, m/2\)"):  # Q(τ) = 1/2 would give τ = 0
+        mv.c_b_for_lucky(10, 5.0, 100)
+    with pytest.raises(ValueError, match=r"d: must be an integer in \[1, "):
+        mv.paper_width(0)
     # s = P is allowed (every patch common, C = P surely): (0, P] is closed at P
     np.testing.assert_array_equal(mv.patch_count_pmf(4, 4.0)[1], [0.0, 0.0, 0.0, 0.0, 1.0])
 

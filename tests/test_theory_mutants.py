@@ -734,7 +734,8 @@ def test_regime_table_every_row_against_fg_b3():
     for dc, inside in ((0.5e-9, True), (-0.5e-9, True), (1.5e-9, False), (-1.5e-9, False)):
         near = rows(c_b_coarse=4 + 2 * c0 + dc, c_b_fine=2 + 2 * c0 + dc)
         assert [near[r]["inside"] for r in ("c_b_coarse", "c_b_fine", "bias b⁽⁰⁾ (coarse)")] == [inside] * 3, dc
-    assert rows(c_b_coarse=4.12345)["c_b_coarse"]["value"] == 4.123  # displayed to 3 decimals
+    assert rows(c_b_coarse=4.12345, c_b_fine=2.12345)["c_b_coarse"]["value"] == 4.123  # displayed to 3 decimals
+    assert rows(c_b_coarse=4.12345, c_b_fine=2.12345)["c_b_fine"]["value"] == 2.123
     off = rows(c_b_coarse=4.2, c_b_fine=2.2)
     assert off["c_b_coarse"]["value"] == 4.2 and not off["c_b_coarse"]["inside"] and not off["c_b_fine"]["inside"]
     # item 14: η/σ0 ∈ [0.1, 10] (Θ(1) read as one decade each way), inclusive
@@ -758,14 +759,15 @@ def test_regime_table_every_row_against_fg_b3():
     assert rows(iota_lower=0.01, iota_upper=1 / (3.0 * L))["α′ upper: s·ι_upper"]["inside"] is True
     lo, hi = L ** -4 * (1 - 1e-9), (1 + 1e-9) / L  # the slack edges, inclusive (s = 2: s·ι exact in binary)
     assert rows(iota_lower=lo, iota_upper=0.5)["α′ lower ι_lower"]["inside"] is True
-    assert rows(iota_lower=lo * (1 - 1e-9), iota_upper=0.5)["α′ lower ι_lower"]["inside"] is False
+    assert rows(iota_lower=lo * (1 - 0.5e-9), iota_upper=0.5)["α′ lower ι_lower"]["inside"] is False
     assert rows(s=2.0, iota_lower=0.01, iota_upper=hi / 2)["α′ upper: s·ι_upper"]["inside"] is True
-    assert rows(s=2.0, iota_lower=0.01, iota_upper=hi * (1 + 1e-9) / 2)["α′ upper: s·ι_upper"]["inside"] is False
+    # half the slack again beyond each edge is outside (a slack of 2e−9 would take it in)
+    assert rows(s=2.0, iota_lower=0.01, iota_upper=hi * (1 + 0.5e-9) / 2)["α′ upper: s·ι_upper"]["inside"] is False
     # item 12 (lower edge) and item 15
     assert base["big noise σ_ζ*√d"]["inside"] is False and rows(hard_noise_norm=L)["big noise σ_ζ*√d"]["inside"]
     edge = L * (1 - 1e-9)  # the bounds carry a 1e−9 relative slack for rounding, inclusive
     assert rows(hard_noise_norm=edge)["big noise σ_ζ*√d"]["inside"] is True
-    assert rows(hard_noise_norm=edge * (1 - 1e-9))["big noise σ_ζ*√d"]["inside"] is False
+    assert rows(hard_noise_norm=edge * (1 - 0.5e-9))["big noise σ_ζ*√d"]["inside"] is False
     assert base["batch N"]["paper value at this d"] == f"k d log d = {8 * d * L:.0f}" and not base["batch N"]["inside"]
     assert rows(batch=math.ceil(8 * d * L))["batch N"]["inside"] is True
     assert rows(batch=1000)["batch N"]["inside"] is False  # 1000 < k d log d ≈ 3684
