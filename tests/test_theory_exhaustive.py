@@ -602,6 +602,24 @@ def test_null_space_component_is_judged_against_the_documented_rounding_level(se
     assert relative_floor(_planted_null_row(0.6, seed))[0] > 0.5
 
 
+def test_det_ratio_methods_agree_in_sign_on_covariances_indefinite_by_rounding():
+    """ND Remark 2's det Cov / det Cov₋ᵢ₋ᵢ: ``slogdet`` and ``det`` compute the same ratio, sign included (raw=True
+    returns the IEEE value). A PSD matrix stored with an eigenvalue of −1e−13 (accepted: within as_covariance's
+    PSD tolerance) makes det Cov < 0; whether the minor's det is < 0 too depends on e_0's component in that
+    direction (here: nonzero → ratio < 0; zero → both negative, ratio > 0). A singular Cov (ratio 0) is an error."""
+    from theory.dependency import det_ratio
+    Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 3)))
+    A = Q @ np.diag([1.0, 0.5, -1e-13]) @ Q.T
+    u, v = np.array([0.0, 1.0, -1.0]) / np.sqrt(2), np.array([0.0, 1.0, 1.0]) / np.sqrt(2)
+    B = np.diag([1.0, 0.0, 0.0]) + 0.5 * np.outer(u, u) - 1e-13 * np.outer(v, v)
+    for C, sign in (((A + A.T) / 2, -1.0), (B, 1.0)):
+        r = det_ratio(C, 0, method="slogdet", raw=True)
+        assert np.sign(r) == sign and r == pytest.approx(det_ratio(C, 0, method="det", raw=True), rel=1e-9)
+    for method in ("det", "slogdet"):
+        with pytest.raises(ValueError, match="Cov is singular"):
+            det_ratio(np.ones((2, 2)), 0, method=method)
+
+
 # ---------------------------------------------------------------------------------------- theory/neural_dependency.py
 @pytest.mark.parametrize("g_sq", [-1.0, float("nan"), float("inf")])
 def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
