@@ -620,6 +620,25 @@ def test_det_ratio_methods_agree_in_sign_on_covariances_indefinite_by_rounding()
             det_ratio(np.ones((2, 2)), 0, method=method)
 
 
+def test_null_tol_zero_counts_an_exact_zero_eigenvalue_as_null():
+    """null_tol = 0 keeps the eigenvalues > 0·λ_max: an exactly zero eigenvalue (f_0 = f_1, eigh gives 0.0 here)
+    is null, so R = 0 for the two copies and R = 1 for the independent f_2 (ND Sec 2.2), never a 0/0."""
+    from theory.dependency import relative_floor
+    K = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    np.testing.assert_array_equal(relative_floor(K, null_tol=0.0), [0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("view", ["rows", "cols", "both"])
+def test_second_moment_of_a_strided_view_is_ftf_over_n(view):
+    """Cov = FᵀF/N (ND Eq 2) for logits that are neither C- nor Fortran-contiguous (a strided view of a larger
+    array: the third BLAS branch, which copies), against a plain numpy product."""
+    from theory.dependency import second_moment
+    F = np.random.default_rng(8).standard_normal((40, 12))
+    V = {"rows": F[::2], "cols": F[:, ::2], "both": F[::2, ::3]}[view]
+    assert not V.flags.c_contiguous and not V.flags.f_contiguous
+    np.testing.assert_allclose(second_moment(V), V.T @ V / V.shape[0], rtol=1e-13, atol=1e-15)
+
+
 # ---------------------------------------------------------------------------------------- theory/neural_dependency.py
 @pytest.mark.parametrize("g_sq", [-1.0, float("nan"), float("inf")])
 def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
