@@ -618,6 +618,19 @@ def test_det_ratio_methods_agree_in_sign_on_covariances_indefinite_by_rounding()
     for method in ("det", "slogdet"):
         with pytest.raises(ValueError, match="Cov is singular"):
             det_ratio(np.ones((2, 2)), 0, method=method)
+    # without raw, a negative ratio and an overflowed one (det Cov = inf, det of the minor 1e200) are errors too
+    for C in ((A + A.T) / 2, np.diag([1e200, 1e200, 1.0])):
+        with pytest.raises(ValueError, match="under/overflow or Cov is singular"):
+            det_ratio(C, 0)
+
+
+def test_relative_floor_edges_of_the_diagonal():
+    """Cov_ii = the smallest normal float64 is valid (R = 1 for two independent logits); a zero Cov_ii is an error
+    that names its category (here 1, not the first category)."""
+    from theory.dependency import relative_floor
+    np.testing.assert_array_equal(relative_floor(np.diag([np.finfo(float).tiny, 1.0])), [1.0, 1.0])
+    with pytest.raises(ValueError, match=r"Cov\[1,1\] = 0; R\(Cov, 1\)"):
+        relative_floor(np.diag([1.0, 0.0, 2.0]))
 
 
 def test_null_tol_zero_counts_an_exact_zero_eigenvalue_as_null():
