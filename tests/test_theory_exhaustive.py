@@ -652,6 +652,39 @@ def test_second_moment_of_a_strided_view_is_ftf_over_n(view):
     np.testing.assert_allclose(second_moment(V), V.T @ V / V.shape[0], rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("r", [0.5, 1.5])
+def test_singular_to_working_precision_is_trace_k_inv_at_1_over_m2_eps(r):
+    """second_moment/inverse_diagonal's rule: K is singular to working precision when trace(K⁻¹) ≥ 1/(m²ε).
+    K = (1 − δ)·11ᵀ + δI (m = 100) has trace(K⁻¹) = (m−1)/δ + 1/(1 + (m−1)(1−δ)) in closed form; δ is set so that
+    trace(K⁻¹)·m²ε = r. At r = 0.5 diag(K⁻¹) comes back (matching the closed form, κ ~ 1e12 so to ~1e−4);
+    at r = 1.5 it is the documented error."""
+    from theory.dependency import inverse_diagonal
+    m, eps = 100, np.finfo(float).eps
+    delta = (m - 1) * m * m * eps / r  # the 1/(1 + (m−1)(1−δ)) term adds ~1e−12 relative: negligible here
+    K = np.full((m, m), 1.0 - delta)
+    np.fill_diagonal(K, 1.0)
+    if r < 1:
+        a = 1.0 - delta
+        want = 1 / delta - a / (delta * (1 + (m - 1) * a))
+        np.testing.assert_allclose(inverse_diagonal(K), want, rtol=1e-4)
+    else:
+        with pytest.raises(ValueError, match="singular to working precision"):
+            inverse_diagonal(K)
+
+
+def test_second_moment_of_a_column_spanning_150_decades():
+    """A logit column with entries from 1e−150 down to subnormal 1e−310 (E[f²] ~ 1e−301: its products lose digits
+    unless the column is rescaled by its largest entry first). Cov must equal the exactly rescaled product."""
+    from theory.dependency import second_moment
+    rng = np.random.default_rng(10)
+    F = rng.standard_normal((20, 2))
+    F[:, 1] = np.ldexp(F[:, 1], -498)  # ~1e-150
+    F[0, 1] = 1e-310
+    G = F * np.ldexp(1.0, [0, 498])[None, :]
+    want = (G.T @ G / 20) * np.ldexp(1.0, [0, -498])[:, None] * np.ldexp(1.0, [0, -498])[None, :]
+    np.testing.assert_allclose(second_moment(F), want, rtol=1e-13, atol=0)
+
+
 # ---------------------------------------------------------------------------------------- theory/neural_dependency.py
 @pytest.mark.parametrize("g_sq", [-1.0, float("nan"), float("inf")])
 def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
