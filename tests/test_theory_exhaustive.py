@@ -674,14 +674,17 @@ def test_singular_to_working_precision_is_trace_k_inv_at_1_over_m2_eps(r):
 
 def test_second_moment_of_a_column_spanning_150_decades():
     """A logit column with entries from 1e−150 down to subnormal 1e−310 (E[f²] ~ 1e−301: its products lose digits
-    unless the column is rescaled by its largest entry first). Cov must equal the exactly rescaled product."""
+    unless the column is rescaled by its largest entry first), beside an all-zero logit (a category with no
+    energy: valid, Cov_jj = 0, not an underflow). Cov must equal the exactly rescaled product."""
     from theory.dependency import second_moment
     rng = np.random.default_rng(10)
-    F = rng.standard_normal((20, 2))
+    F = rng.standard_normal((20, 3))
     F[:, 1] = np.ldexp(F[:, 1], -498)  # ~1e-150
     F[0, 1] = 1e-310
-    G = F * np.ldexp(1.0, [0, 498])[None, :]
-    want = (G.T @ G / 20) * np.ldexp(1.0, [0, -498])[:, None] * np.ldexp(1.0, [0, -498])[None, :]
+    F[:, 2] = 0.0
+    u = np.ldexp(1.0, [0, 498, 0])
+    G = F * u[None, :]
+    want = (G.T @ G / 20) / u[:, None] / u[None, :]
     np.testing.assert_allclose(second_moment(F), want, rtol=1e-13, atol=0)
 
 
