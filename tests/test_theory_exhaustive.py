@@ -719,6 +719,12 @@ def test_probe_loss_lstsq_without_features_is_the_bias_only_loss():
     assert probe_loss_lstsq(np.zeros((6, 0)), y) == pytest.approx(0.5 * (1 - np.sum(pi**2)), rel=1e-12)
 
 
+def test_probe_loss_lstsq_without_samples_is_an_error():
+    from theory.collapse.probe import probe_loss_lstsq
+    with pytest.raises(ValueError, match=r"features: expected a non-empty 2-D \(samples, features\) array"):
+        probe_loss_lstsq(np.zeros((0, 3)), np.zeros(0, dtype=int))
+
+
 def test_probe_loss_lstsq_keeps_a_feature_that_varies_by_one_ulp_of_its_offset():
     """h = 2⁵² + y separates two classes exactly (loss 0: the affine probe (h − 2⁵²) recovers the one-hot). Its
     variation is one ulp of its offset, 2⁻⁵² of the bias column once centred, so gelsd keeps the direction only
