@@ -631,6 +631,16 @@ def test_relative_floor_edges_of_the_diagonal():
     np.testing.assert_array_equal(relative_floor(np.diag([np.finfo(float).tiny, 1.0])), [1.0, 1.0])
     with pytest.raises(ValueError, match=r"Cov\[1,1\] = 0; R\(Cov, 1\)"):
         relative_floor(np.diag([1.0, 0.0, 2.0]))
+    with pytest.raises(ValueError, match=r"Cov\[0,0\] = 1e-310 is subnormal"):  # the first subnormal one
+        relative_floor(np.diag([1e-310, 1.0, 1e-311]))
+
+
+def test_second_moment_at_exactly_the_smallest_normal():
+    """E[f_0²] = 2^-1022 exactly (entries 2^-511): the smallest normal float64 is representable, not an underflow."""
+    from theory.dependency import second_moment
+    F = np.full((4, 2), 2.0**-511)
+    F[:, 1] = 1.0
+    np.testing.assert_array_equal(second_moment(F), [[2.0**-1022, 2.0**-511], [2.0**-511, 1.0]])
 
 
 def test_null_tol_zero_counts_an_exact_zero_eigenvalue_as_null():
