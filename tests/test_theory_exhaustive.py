@@ -5,6 +5,8 @@ contract, checked against an independent computation, not the current output.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -556,6 +558,19 @@ def test_covlasso_cd_default_tol_leaves_no_sweep_change_above_1e13():
     assert 0.0 < worst <= 1e-13 * (1 + np.abs(th[rest]).max())
 
 
+@pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
+def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
+    from theory.covlasso import covlasso_all
+    with pytest.raises(ValueError, match="give exactly one of lam= .* or rho="):
+        covlasso_all(np.array([[2.0, 0.5], [0.5, 1.0]]), **kw)
+
+
+def test_relative_floor_residual_default_category_is_0():
+    """ND A31's symbolic check is stated for category i = 0 by default (the planted residual depends on i)."""
+    import theory.symbolic.nd as nd
+    assert nd.relative_floor_residual(3, planted=True) == nd.relative_floor_residual(3, 0, planted=True)
+
+
 # ---------------------------------------------------------------------------------------------- theory/dependency.py
 def test_second_moment_names_the_first_category_whose_energy_underflows():
     """ND Eq 2's E[f fᵀ] beyond float64: logits of 1e−170 in categories 1 and 3 have E[f_j²] ~1e−340 (below the
@@ -695,7 +710,10 @@ def test_second_moment_of_a_column_spanning_150_decades():
     u = np.ldexp(1.0, [0, 498, 0])
     G = F * u[None, :]
     want = (G.T @ G / 20) / u[:, None] / u[None, :]
-    np.testing.assert_allclose(second_moment(F), want, rtol=1e-13, atol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and quietly: no log2(0) or overflow warning from the rescaled path
+        got = second_moment(F)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
 
 
 # ---------------------------------------------------------------------------------------- theory/neural_dependency.py
@@ -709,6 +727,15 @@ def test_mixed_cov_refuses_a_negative_or_non_finite_second_moment(g_sq):
 
 
 # ---------------------------------------------------------------------------------------------- theory/validate.py
+def test_as_covariance_psd_tolerance_is_1e_minus_10_times_n():
+    """The default PSD tolerance (K + psd_rtol·n·I ≻ 0, psd_rtol = 1e−10): a 2×2 correlation 1 + 1.5e−10 (smallest
+    eigenvalue −1.5e−10, rounding of a Gram matrix) is accepted, 1 + 3e−10 (−3e−10 < −2e−10) is refused."""
+    from theory.validate import as_covariance
+    as_covariance(np.array([[1.0, 1.0 + 1.5e-10], [1.0 + 1.5e-10, 1.0]]))
+    with pytest.raises(ValueError, match=r"not PSD: .* smallest eigenvalue -3e-10 < -1e-10 \* n"):
+        as_covariance(np.array([[1.0, 1.0 + 3e-10], [1.0 + 3e-10, 1.0]]))
+
+
 @pytest.mark.parametrize("skew", [2e-9, -2e-9])
 def test_as_covariance_judges_psd_on_the_symmetric_part(skew):
     """A rank-one covariance [[1, 1], [1, 1]] (PSD, eigenvalue 0) stored with an asymmetry of 4e−9 (within
