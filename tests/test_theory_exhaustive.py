@@ -650,6 +650,13 @@ def test_relative_floor_edges_of_the_diagonal():
         relative_floor(np.diag([1e-310, 1.0, 1e-311]))
 
 
+def test_null_tol_of_one_is_refused():
+    """null_tol is a fraction of λ_max(K) in [0, 1): at 1 even λ_max would count as null."""
+    from theory.dependency import relative_floor
+    with pytest.raises(ValueError, match=r"null_tol: a fraction of λ_max\(K\) must be < 1"):
+        relative_floor(np.eye(2), null_tol=1.0)
+
+
 def test_second_moment_at_exactly_the_smallest_normal():
     """E[f_0²] = 2^-1022 exactly (entries 2^-511): the smallest normal float64 is representable, not an underflow."""
     from theory.dependency import second_moment
