@@ -650,6 +650,13 @@ def test_relative_floor_edges_of_the_diagonal():
         relative_floor(np.diag([1e-310, 1.0, 1e-311]))
 
 
+def test_second_moment_refuses_complex_logits():
+    """Casting complex logits to float64 would drop the imaginary part silently: a TypeError instead."""
+    from theory.dependency import second_moment
+    with pytest.raises(TypeError, match="logits: complex input is not supported"):
+        second_moment(np.ones((3, 2)) + 1j)
+
+
 def test_null_tol_of_one_is_refused():
     """null_tol is a fraction of λ_max(K) in [0, 1): at 1 even λ_max would count as null."""
     from theory.dependency import relative_floor
