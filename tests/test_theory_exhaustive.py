@@ -558,6 +558,20 @@ def test_covlasso_cd_default_tol_leaves_no_sweep_change_above_1e13():
     assert 0.0 < worst <= 1e-13 * (1 + np.abs(th[rest]).max())
 
 
+def test_kkt_violation_all_of_a_sparse_solution_is_quiet():
+    """KKT residuals (ND Eq 7) of covlasso_all's rows, which have exact zeros off the support: at rounding level,
+    and computed without a divide-by-zero or invalid-value warning from the zero entries."""
+    from theory.covlasso import covlasso_all, kkt_violation_all
+    F = np.random.default_rng(12).standard_normal((200, 6))
+    C = F.T @ F / 200
+    T = covlasso_all(C, rho=0.5)
+    assert np.any(T == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = kkt_violation_all(C, T, rho=0.5)
+    assert np.all(r < 1e-12)
+
+
 @pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
 def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
     from theory.covlasso import covlasso_all
