@@ -849,26 +849,6 @@ def test_balanced_means_equal_class_counts():
     assert ClassStats.from_features(np.ones((5, 2)), np.array([0, 1, 0, 1, 1])).balanced is False
 
 
-def test_a_small_batch_after_a_large_one_does_not_re_base_the_column():
-    """The store's unit of a column follows the largest |value| seen so far: a batch at 2^-300 after one at 2^250
-    leaves the column in the 2^250 frame (re-basing on the small batch alone would shift the stored 2^250 data to
-    ~2^550 and overflow its scatter). Streaming must equal one pass (VC Eq 1)."""
-    from theory.collapse.stats import ClassStats
-    rng = np.random.default_rng(5)
-    y = np.tile(np.arange(3), 10)
-    H = rng.standard_normal((30, 2)) + np.arange(3)[y][:, None]
-    H[:15], H[15:] = np.ldexp(H[:15], 250), np.ldexp(H[15:], -300)
-    one = ClassStats.from_features(H, y)
-    for first, second in ((slice(0, 15), slice(15, 30)), (slice(15, 30), slice(0, 15))):  # and small, then large
-        two = ClassStats(2, 3).update(H[first], y[first]).update(H[second], y[second])
-        np.testing.assert_allclose(two.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
-        np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
-    # and a merge of the two (each in its own frame), then another small batch
-    a = ClassStats(2, 3).update(H[:15], y[:15])
-    m = a.merge(ClassStats(2, 3).update(H[15:24], y[15:24])).update(H[24:], y[24:])
-    np.testing.assert_allclose(m.sigma_w(), one.sigma_w(), rtol=1e-13, atol=0)
-
-
 def test_old_format_pickle_keeps_its_largest_value_as_the_column_scale():
     """A pickle from before the scaled store (plain means, scatter) is revived with the largest stored |mean| as
     each column's scale, so a later batch at 2^-300 does not re-base 2^250 data (a class mean of exactly 0, as
@@ -929,24 +909,34 @@ def test_scatter_of_features_at_2_to_the_minus_510_is_exact(k, spread):
     np.testing.assert_allclose(np.ldexp(Sw, e[:, None] + e[None, :] + 2 * k), ref, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("sign", [1, -1])
-def test_streaming_across_the_band_edge_equals_one_pass(sign):
-    """A first batch at 2^±250 (inside the store's band [2^−256, 2^256], stored as is) and a second at 2^±260
-    (outside: the columns are rescaled with the first batch already stored): Chan's merge in the rescaled frame
-    must give the one-pass means and Σ_W (VC Eq 1) to rounding; the old data must be shifted by the change of unit."""
+def _assert_same_stats(st, ref):
+    """Means and Σ_W (VC Eq 1) of two ClassStats equal to rounding, Σ_W compared in the features' units through
+    each store's own power-of-two frame (so that no unscaled covariance has to fit in float64)."""
+    np.testing.assert_allclose(st.means, ref.means, rtol=1e-13, atol=0)
+    (_, S1, e1), (_, S2, e2) = st.scaled(), ref.scaled()
+    np.testing.assert_allclose(np.ldexp(S1, e1[:, None] + e1[None, :]), np.ldexp(S2, e2[:, None] + e2[None, :]),
+                               rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("a, b", [(250, 260), (-250, -260), (250, -300)])
+def test_streaming_and_merging_across_the_band_equal_one_pass(a, b):
+    """Half the samples at 2^a, half at 2^b, streamed in either order and merged: the store keeps every column
+    within [2^−256, 2^256] (BAND) by re-basing it by powers of two, with data already stored, in the unit of the
+    largest |value| seen so far. 2^±250 is inside the band (stored as is), 2^±260 outside (re-based after the
+    first batch); a batch at 2^−300 after 2^250 data must leave the column in the 2^250 frame (re-basing on the
+    small batch alone would shift the stored data to ~2^550 and overflow its scatter). Chan's merge must give
+    the one-pass statistics to rounding."""
     from theory.collapse.stats import ClassStats
     rng = np.random.default_rng(1)
     y = np.tile(np.arange(3), 10)
-    H = rng.standard_normal((30, 4)) + np.arange(3)[y][:, None]
-    H[:15], H[15:] = np.ldexp(H[:15], sign * 250), np.ldexp(H[15:], sign * 260)
+    H = rng.standard_normal((30, 3)) + np.arange(3)[y][:, None]
+    H[:15], H[15:] = np.ldexp(H[:15], a), np.ldexp(H[15:], b)
     one = ClassStats.from_features(H, y)
-    two = ClassStats(4, 3).update(H[:15], y[:15]).update(H[15:], y[15:])
-    np.testing.assert_allclose(two.means, one.means, rtol=1e-13, atol=0)
-    M1, S1, e1 = one.scaled()
-    M2, S2, e2 = two.scaled()
-    np.testing.assert_allclose(np.ldexp(S2, e2[:, None] + e2[None, :]), np.ldexp(S1, e1[:, None] + e1[None, :]),
-                               rtol=1e-13, atol=0)
-
+    for first, second in ((slice(0, 15), slice(15, 30)), (slice(15, 30), slice(0, 15))):
+        _assert_same_stats(ClassStats(3, 3).update(H[first], y[first]).update(H[second], y[second]), one)
+    # a merge of two stores in different frames, then one more batch
+    merged = ClassStats(3, 3).update(H[:15], y[:15]).merge(ClassStats(3, 3).update(H[15:24], y[15:24]))
+    _assert_same_stats(merged.update(H[24:], y[24:]), one)
 
 
 # ---------------------------------------------------------------------------------------------- theory/multiview.py
