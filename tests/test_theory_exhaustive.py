@@ -572,6 +572,18 @@ def test_kkt_violation_all_of_a_sparse_solution_is_quiet():
     assert np.all(r < 1e-12)
 
 
+def test_kkt_violation_of_an_isolated_category_is_zero_not_inf():
+    """A category uncorrelated with all others has λ_max(i) = 0 and θ* = −e_i: its KKT residual is 0 (exactly
+    met), reported as 0; a violated row with λ_max = 0 (here θ_20 = 0.3) has no finite value in units of λ_max: inf."""
+    from theory.covlasso import covlasso_all, kkt_violation_all
+    C = np.eye(3)
+    C[0, 1] = C[1, 0] = 0.5
+    T = covlasso_all(C, rho=0.5)
+    np.testing.assert_array_equal(kkt_violation_all(C, T, rho=0.5), [0.0, 0.0, 0.0])
+    T[2, 0] = 0.3
+    assert kkt_violation_all(C, T, rho=0.5)[2] == np.inf
+
+
 @pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
 def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
     from theory.covlasso import covlasso_all
