@@ -584,6 +584,15 @@ def test_kkt_violation_of_an_isolated_category_is_zero_not_inf():
     assert kkt_violation_all(C, T, rho=0.5)[2] == np.inf
 
 
+def test_covlasso_cd_takes_a_coordinate_step_of_exactly_one():
+    """n = 2, Cov = [[4, 1.5], [1.5, 1]], λ = 1: ND Eq 6 in one coordinate, θ_1 = (b − λ/2)/Ĉov = (1.5 − 0.5)/1 = 1,
+    reached by coordinate descent in one step of exactly 1 (any step size must be taken, 1 included)."""
+    from theory.covlasso import covlasso, covlasso_cd
+    C = np.array([[4.0, 1.5], [1.5, 1.0]])
+    np.testing.assert_array_equal(covlasso_cd(C, 0, 1.0), [-1.0, 1.0])
+    np.testing.assert_allclose(covlasso(C, 0, 1.0), [-1.0, 1.0], rtol=1e-15)
+
+
 @pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
 def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
     from theory.covlasso import covlasso_all
