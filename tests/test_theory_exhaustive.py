@@ -593,6 +593,28 @@ def test_covlasso_cd_takes_a_coordinate_step_of_exactly_one():
     np.testing.assert_allclose(covlasso(C, 0, 1.0), [-1.0, 1.0], rtol=1e-15)
 
 
+def test_homotopy_step_budget_grows_with_n():
+    """The separable star with 1100 categories joins all of them one by one (1100 breakpoints), beyond any fixed
+    budget of ~1000 steps: the budget is 50n + 1000, and θ is the soft-threshold (ND Eq 6 separates)."""
+    from theory.covlasso import covlasso
+    cov, c = _star(1100, seed=1)
+    np.testing.assert_allclose(covlasso(cov, 0, 1e-9)[1:], np.sign(c) * np.maximum(np.abs(c) - 0.5e-9, 0.0),
+                               rtol=1e-12, atol=1e-15)
+
+
+def test_kkt_violation_all_is_in_units_of_lambda_max_and_follows_the_scale():
+    """Θ = −I on Cov = [[1, .25], [.25, 1]], ρ = 0.5: every off-support |G_ij| = 0.25 exceeds λ/2 = ρλ_max/2 = 0.125
+    by 0.125 = 0.25 λ_max. And an absolute λ is taken in Cov's units: covlasso_all's rows at λ = 0.5 for a Cov
+    scaled by 8 (stored in another power-of-two frame) meet KKT to rounding. (And covlasso_path's λ grid must be 1-D.)"""
+    from theory.covlasso import covlasso_all, covlasso_path, kkt_violation_all
+    C = np.array([[1.0, 0.25], [0.25, 1.0]])
+    np.testing.assert_allclose(kkt_violation_all(C, -np.eye(2), rho=0.5), [0.25, 0.25], rtol=1e-15)
+    C8 = 8 * np.array([[2.0, 0.5, 0.3], [0.5, 1.0, 0.2], [0.3, 0.2, 1.5]])
+    assert np.all(kkt_violation_all(C8, covlasso_all(C8, lam=0.5), lam=0.5) < 1e-14)
+    with pytest.raises(ValueError, match="lams: must be a non-empty 1-D array of finite values >= 0"):
+        covlasso_path(C, 0, lams=[[0.1, 0.2]])
+
+
 @pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
 def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
     from theory.covlasso import covlasso_all
