@@ -606,9 +606,10 @@ def test_kkt_violation_all_is_in_units_of_lambda_max_and_follows_the_scale():
     """Θ = −I on Cov = [[1, .25], [.25, 1]], ρ = 0.5: every off-support |G_ij| = 0.25 exceeds λ/2 = ρλ_max/2 = 0.125
     by 0.125 = 0.25 λ_max. And an absolute λ is taken in Cov's units: covlasso_all's rows at λ = 0.5 for a Cov
     scaled by 8 (stored in another power-of-two frame) meet KKT to rounding. (And covlasso_path's λ grid must be 1-D.)"""
-    from theory.covlasso import covlasso_all, covlasso_path, kkt_violation_all
+    from theory.covlasso import covlasso_all, covlasso_path, kkt_violation, kkt_violation_all
     C = np.array([[1.0, 0.25], [0.25, 1.0]])
     np.testing.assert_allclose(kkt_violation_all(C, -np.eye(2), rho=0.5), [0.25, 0.25], rtol=1e-15)
+    assert kkt_violation(C, 0, 0.25, np.array([-1.0, 0.0])) == pytest.approx(0.25, rel=1e-15)  # one row, λ absolute
     C8 = 8 * np.array([[2.0, 0.5, 0.3], [0.5, 1.0, 0.2], [0.3, 0.2, 1.5]])
     assert np.all(kkt_violation_all(C8, covlasso_all(C8, lam=0.5), lam=0.5) < 1e-14)
     with pytest.raises(ValueError, match="lams: must be a non-empty 1-D array of finite values >= 0"):
