@@ -593,6 +593,13 @@ def test_covlasso_cd_takes_a_coordinate_step_of_exactly_one():
     np.testing.assert_allclose(covlasso(C, 0, 1.0), [-1.0, 1.0], rtol=1e-15)
 
 
+def test_covlasso_names_the_first_subnormal_category_and_resolves_an_absolute_lambda():
+    from theory.covlasso import covlasso, resolve_lambda
+    with pytest.raises(ValueError, match=r"Cov\[0,0\] = 1e-310 is subnormal"):
+        covlasso(np.diag([1e-310, 1.0, 1e-311]), 1, 0.1)
+    assert resolve_lambda(np.eye(2), 0, 0.3, None) == 0.3
+
+
 def test_homotopy_step_budget_grows_with_n():
     """The separable star with 1100 categories joins all of them one by one (1100 breakpoints), beyond any fixed
     budget of ~1000 steps: the budget is 50n + 1000, and θ is the soft-threshold (ND Eq 6 separates)."""
