@@ -144,20 +144,42 @@ def test_merge_across_column_units_and_mixed_batches():
     assert vc.vci(st) == pytest.approx(vc.vci(st_ref), rel=1e-11)
 
 
+def _revive_old_format(st):
+    """A ClassStats unpickled from the attributes it had before the scaled store (plain means and scatter)."""
+    revived = vc.ClassStats.__new__(vc.ClassStats)
+    revived.__setstate__({"p": st.p, "K": st.K, "counts": st.counts, "unit_sums": st.unit_sums, "means": st.means,
+                          "scatter_within": st.scatter_within})
+    return revived
+
+
 def test_pickle_round_trip_and_old_format():
     H, y = _data(9)
     st = vc.ClassStats.from_features(H * 1e200, y)
     back = pickle.loads(pickle.dumps(st))
     assert vc.vci(back) == vc.vci(st)
     old = vc.ClassStats.from_features(H, y)
-    state = {"p": old.p, "K": old.K, "counts": old.counts, "unit_sums": old.unit_sums,
-             "means": old.means, "scatter_within": old.scatter_within}  # the attributes before the scaled store
-    revived = vc.ClassStats.__new__(vc.ClassStats)
-    revived.__setstate__(state)
+    revived = _revive_old_format(old)
     assert vc.vci(revived) == pytest.approx(vc.vci(old), rel=1e-14)
     H2, y2 = _data(11)  # and it keeps accumulating: = the statistics of both sets at once
     both = vc.ClassStats.from_features(np.vstack([H, H2]), np.r_[y, y2])
     np.testing.assert_allclose(revived.update(H2, y2).sigma_w(), both.sigma_w(), rtol=1e-12)
+
+
+def test_old_format_pickle_keeps_its_largest_value_as_the_column_scale():
+    """A pickle from before the scaled store (plain means, scatter) is revived with the largest stored |mean| as
+    each column's scale, so a later batch at 2^-300 does not re-base 2^250 data (a class mean of exactly 0, as
+    here, must not be taken for the column's scale)."""
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(3), 4)
+    H = rng.standard_normal((12, 2)) + np.arange(3)[y][:, None]
+    H[2:4] = -H[:2]  # class 0's mean is exactly 0
+    H = np.ldexp(H, 250)
+    old = vc.ClassStats.from_features(H, y)
+    revived = _revive_old_format(old)
+    H2 = np.ldexp(rng.standard_normal((6, 2)), -300)
+    y2 = np.repeat(np.arange(3), 2)
+    both = vc.ClassStats.from_features(np.vstack([H, H2]), np.r_[y, y2])
+    np.testing.assert_allclose(revived.update(H2, y2).sigma_w(), both.sigma_w(), rtol=1e-12, atol=0)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -206,6 +228,17 @@ BAD = [
     (lambda: vc.mlog([], 0.5), ValueError, "empty"),
     (lambda: vc.ClassStats(3, 3).merge("stats"), ValueError, "merge"),
     (lambda: vc.ClassStats(3, 3).sigma_t(), ValueError, "no samples"),
+    (lambda: vc.vci(vc.ClassStats(3, 2)), ValueError, "no samples yet"),
+    (lambda: vc.vci(np.ones((4, 3))), ValueError, "labels: required when the first argument is a feature array"),
+    (lambda: vc.ClassStats(0, 3), ValueError, "n_features"),
+    (lambda: vc.ClassStats.from_features(np.zeros((0, 3)), np.zeros(0, int)), ValueError,
+     "labels: expected a non-empty 1-D array"),
+    (lambda: vc.ClassStats.from_features(np.zeros((4, 3)), np.array([[0, 1], [1, 0]])), ValueError,
+     "labels: expected a non-empty 1-D array"),
+    (lambda: vc.ClassStats.from_features(np.ones((4, 3)), np.array([0, -1, 7, 2]), n_classes=3), ValueError,
+     r"labels: label -1 is outside \[0, 3\)"),  # the first bad label named
+    (lambda: vc.probe_loss_lstsq(np.zeros((0, 3)), np.zeros(0, int)), ValueError,
+     r"features: expected a non-empty 2-D \(samples, features\) array"),
 ]
 
 

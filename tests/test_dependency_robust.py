@@ -276,8 +276,10 @@ def test_path_and_lambda_arguments():
         cl.covlasso_path(C3, 0, lams=[np.nan])
     with pytest.raises(TypeError, match="complex"):
         cl.covlasso_path(C3, 0, lams=[0.1j])
-    with pytest.raises(ValueError, match="exactly one"):
-        cl.covlasso(C3, 0)
+    for kw in ({}, {"lam": 0.1, "rho": 0.5}):
+        for fn in (lambda **k: cl.covlasso(C3, 0, **k), lambda **k: cl.covlasso_all(C3, **k)):
+            with pytest.raises(ValueError, match="give exactly one of lam= .* or rho="):
+                fn(**kw)
     with pytest.raises(ValueError, match="out of range"):
         cl.resolve_lambda(C3, 5, None, 0.1)
     with pytest.raises(ValueError, match="method"):

@@ -623,13 +623,6 @@ def test_kkt_violation_all_is_in_units_of_lambda_max_and_follows_the_scale():
         covlasso_path(C, 0, lams=[[0.1, 0.2]])
 
 
-@pytest.mark.parametrize("kw", [{}, {"lam": 0.1, "rho": 0.5}])
-def test_covlasso_all_needs_exactly_one_of_lam_and_rho(kw):
-    from theory.covlasso import covlasso_all
-    with pytest.raises(ValueError, match="give exactly one of lam= .* or rho="):
-        covlasso_all(np.array([[2.0, 0.5], [0.5, 1.0]]), **kw)
-
-
 def test_relative_floor_residual_default_category_is_0():
     """ND A31's symbolic check is stated for category i = 0 by default (the planted residual depends on i)."""
     import theory.symbolic.nd as nd
@@ -835,12 +828,6 @@ def test_probe_loss_lstsq_without_features_is_the_bias_only_loss():
     assert probe_loss_lstsq(np.zeros((6, 0)), y) == pytest.approx(0.5 * (1 - np.sum(pi**2)), rel=1e-12)
 
 
-def test_probe_loss_lstsq_without_samples_is_an_error():
-    from theory.collapse.probe import probe_loss_lstsq
-    with pytest.raises(ValueError, match=r"features: expected a non-empty 2-D \(samples, features\) array"):
-        probe_loss_lstsq(np.zeros((0, 3)), np.zeros(0, dtype=int))
-
-
 def test_probe_loss_lstsq_keeps_a_feature_that_varies_by_one_ulp_of_its_offset():
     """h = 2⁵² + y separates two classes exactly (loss 0: the affine probe (h − 2⁵²) recovers the one-hot). Its
     variation is one ulp of its offset, 2⁻⁵² of the bias column once centred, so gelsd keeps the direction only
@@ -876,21 +863,13 @@ def test_scatter_within_is_n_sigma_w_with_columns_at_different_scales():
     np.testing.assert_allclose(ClassStats.from_features(H, y).scatter_within, C.T @ C, rtol=1e-12, atol=0)
 
 
-def test_class_stats_refuse_empty_labels_and_no_features():
-    """Bad input named: an empty or 2-D label array, and zero feature columns."""
+def test_class_stats_of_one_sample():
+    """One sample is valid input for the accumulator (K = 2, class 0 empty), but not for a metric."""
     from theory.collapse.stats import ClassStats
-    with pytest.raises(ValueError, match="labels: expected a non-empty 1-D array"):
-        ClassStats.from_features(np.zeros((0, 3)), np.zeros(0, dtype=int))
-    with pytest.raises(ValueError, match="labels: expected a non-empty 1-D array"):
-        ClassStats.from_features(np.zeros((4, 3)), np.array([[0, 1], [1, 0]]))
-    with pytest.raises(ValueError, match="n_features"):
-        ClassStats(0, 3)
-    one = ClassStats.from_features(np.ones((1, 3)), np.array([1]))  # one sample is valid (K = 2, class 0 empty)
+    one = ClassStats.from_features(np.ones((1, 3)), np.array([1]))
     assert one.n == 1 and one.counts.tolist() == [0, 1]
-    with pytest.raises(ValueError, match="class 0 has no samples"):  # … but not for a metric
+    with pytest.raises(ValueError, match="class 0 has no samples"):
         one.sigma_w()
-    with pytest.raises(ValueError, match=r"labels: label -1 is outside \[0, 3\)"):  # the first bad label named
-        ClassStats.from_features(np.ones((4, 3)), np.array([0, -1, 7, 2]), n_classes=3)
 
 
 def test_balanced_means_equal_class_counts():
@@ -898,26 +877,6 @@ def test_balanced_means_equal_class_counts():
     from theory.collapse.stats import ClassStats
     assert ClassStats.from_features(np.ones((4, 2)), np.array([0, 1, 0, 1])).balanced is True
     assert ClassStats.from_features(np.ones((5, 2)), np.array([0, 1, 0, 1, 1])).balanced is False
-
-
-def test_old_format_pickle_keeps_its_largest_value_as_the_column_scale():
-    """A pickle from before the scaled store (plain means, scatter) is revived with the largest stored |mean| as
-    each column's scale, so a later batch at 2^-300 does not re-base 2^250 data (a class mean of exactly 0, as
-    here, must not be taken for the column's scale)."""
-    from theory.collapse.stats import ClassStats
-    rng = np.random.default_rng(7)
-    y = np.repeat(np.arange(3), 4)
-    H = rng.standard_normal((12, 2)) + np.arange(3)[y][:, None]
-    H[2:4] = -H[:2]  # class 0's mean is exactly 0
-    H = np.ldexp(H, 250)
-    old = ClassStats.from_features(H, y)
-    revived = ClassStats.__new__(ClassStats)
-    revived.__setstate__({"p": 2, "K": 3, "counts": old.counts, "unit_sums": old.unit_sums, "means": old.means,
-                          "scatter_within": old.scatter_within})
-    H2 = np.ldexp(rng.standard_normal((6, 2)), -300)
-    y2 = np.repeat(np.arange(3), 2)
-    both = ClassStats.from_features(np.vstack([H, H2]), np.r_[y, y2])
-    np.testing.assert_allclose(revived.update(H2, y2).sigma_w(), both.sigma_w(), rtol=1e-12, atol=0)
 
 
 def test_merge_of_two_stats_missing_the_same_class_then_more_data():
@@ -933,15 +892,6 @@ def test_merge_of_two_stats_missing_the_same_class_then_more_data():
     ref = ClassStats.from_features(H, y)
     np.testing.assert_allclose(m.means, ref.means, rtol=1e-13)
     np.testing.assert_allclose(m.sigma_w(), ref.sigma_w(), rtol=1e-12)
-
-
-def test_metrics_of_empty_stats_or_missing_labels_say_so():
-    """Bad input named: statistics with no samples yet, and a feature array without its labels."""
-    import theory.collapse as vc
-    with pytest.raises(ValueError, match="no samples yet"):
-        vc.vci(vc.ClassStats(3, 2))
-    with pytest.raises(ValueError, match="labels: required when the first argument is a feature array"):
-        vc.vci(np.ones((4, 3)))
 
 
 @pytest.mark.parametrize("k, spread", [(500, 1e-6), (510, 1e-6), (-510, 1.0)])
