@@ -643,36 +643,42 @@ def test_second_moment_names_the_first_category_whose_energy_underflows():
         dp.second_moment(F)
 
 
-def _planted_null_row(r: float, seed: int, m: int = 6):
-    """A unit-diagonal Gram K = VᵀV of m unit vectors in R^{m−1} whose null vector v has v_0 = r × the documented
-    rounding level 10·m·ε·κ_r (NULL_NOISE's documented value, written out so that the test does not follow an
-    edit of it), v and κ_r computed from the construction (closed form and eigvalsh), not by _null_split:
-    v ∝ (1, −q∘n/s) with x_0 = X q/s, X = Q1 diag(1..2, s) Q2, n its column norms."""
+def _null_row_case(seed: int, m: int = 6, s: float = 1e-6):
+    """(K, ρ₀): a unit-diagonal Gram K = VᵀV of m unit vectors in R^{m−1} (exactly one null vector v, v_0 ≠ 0: f_0
+    is an exact combination of the others, with little weight on K's small kept eigenvalue s²), and ρ₀ = |v_0|
+    divided by the documented per-category rounding level without its factor: m·ε·λ_max·‖(U_0j/λ_j)_j‖ over the
+    kept eigenpairs, from eigvalsh/eigh here (not by _null_split); X = Q1 diag(1..2, s) Q2, n its column norms."""
     rng = np.random.default_rng(seed)
     Q1, _ = np.linalg.qr(rng.standard_normal((m - 1, m - 1)))
     Q2, _ = np.linalg.qr(rng.standard_normal((m - 1, m - 1)))
-
-    def gram(s):
-        X = Q1 @ np.diag(np.r_[np.linspace(1.0, 2.0, m - 1)[:-1], s]) @ Q2
-        n = np.linalg.norm(X, axis=0)
-        V = np.column_stack([Q1[:, -1], X / n])
-        return V.T @ V, 1.0 / np.sqrt(1.0 + np.sum((Q2[-1, :] * n) ** 2) / s**2)
-
-    K, v0 = gram(1e-13)
-    w = np.linalg.eigvalsh(K)[1:]
-    level = 10.0 * m * np.finfo(float).eps * w[-1] / w[0]
-    return gram(1e-13 * r * level / v0)[0]
+    X = Q1 @ np.diag(np.r_[np.linspace(1.0, 2.0, m - 1)[:-1], s]) @ Q2
+    n = np.linalg.norm(X, axis=0)
+    V = np.column_stack([Q1[:, -1], X / n])
+    K = V.T @ V
+    w, U = np.linalg.eigh(K)
+    v0 = 1.0 / np.sqrt(1.0 + np.sum((Q2[-1, :] * n) ** 2) / s**2)
+    return K, v0 / (m * np.finfo(float).eps * w[-1] * np.linalg.norm(U[0, 1:] / w[1:]))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_null_space_component_is_judged_against_the_documented_rounding_level(seed):
+def test_null_space_component_is_judged_against_the_documented_rounding_level(seed, monkeypatch):
     """ND Sec 2.2: f_0 is an exact linear combination of the others (R = 0) exactly when e_0 has a component in
-    null(K); relative_floor counts a component as real above NULL_NOISE·m·ε·κ_r (Davis–Kahan accuracy of eigh's
-    null space, with a 10× margin). At 1.5× that level the floor is 0; at 0.6× it is rounding and R comes from the
-    kept eigenvalues (here ≈ 1: e_0's range component is nearly orthogonal to the other logits' span)."""
+    null(K); relative_floor counts a component as real above NULL_NOISE·m·ε·λ_max·‖(U_0j/λ_j)_j‖ (first-order
+    Davis–Kahan accuracy of eigh's null space row by row, NULL_NOISE = 10). Issue 25 §1 changed this from the
+    global level 10·m·ε·κ_r, which called real null components of 5e-5 rounding (the old assertion here, R > 0.5
+    at 0.6× the global level, pinned that bug). With NULL_NOISE set so that |v_0| is 1.5× the level the floor is
+    0; at 0.6× it is rounding and R comes from the kept eigenvalues (≈ 1: e_0's range component is nearly
+    orthogonal to the other logits' span)."""
+    from theory import dependency
     from theory.dependency import relative_floor
-    assert relative_floor(_planted_null_row(1.5, seed))[0] == 0.0
-    assert relative_floor(_planted_null_row(0.6, seed))[0] > 0.5
+    assert dependency.NULL_NOISE == 10.0
+    K, rho0 = _null_row_case(seed)
+    assert rho0 > 10 * 1.5  # with the documented NULL_NOISE this component is real: floor 0
+    assert relative_floor(K)[0] == 0.0
+    monkeypatch.setattr(dependency, "NULL_NOISE", rho0 / 1.5)
+    assert relative_floor(K)[0] == 0.0
+    monkeypatch.setattr(dependency, "NULL_NOISE", rho0 / 0.6)
+    assert relative_floor(K)[0] > 0.5
 
 
 def test_det_ratio_methods_agree_in_sign_on_covariances_indefinite_by_rounding():

@@ -31,8 +31,13 @@ EPS = np.finfo(float).eps
 TINY = np.finfo(float).tiny
 NULL_NOISE = 10.0
 """A category's row of the numerical null space counts as nonzero (floor 0) when its norm exceeds
-NULL_NOISE·m·ε·κ_r: eigh's null space of the m×m correlation matrix is accurate to ‖E‖/gap ≈ m·ε/λ_r
-(Davis–Kahan, λ_r the smallest kept eigenvalue, λ_max ≤ m), so a smaller row is rounding of an exact zero."""
+NULL_NOISE·m·ε·λ_max·‖(U_ij/λ_j)_j‖ over the kept eigenpairs (λ_j, u_j): to first order a backward error E
+(‖E‖ ≲ m·ε·λ_max for eigh on the m×m correlation matrix) moves the null basis by δN = Σ_j u_j(u_jᵀEN)/λ_j
+(Davis–Kahan, one kept eigenvalue at a time), whose row i has norm ≤ ‖E‖·‖(U_ij/λ_j)_j‖; a smaller row is
+rounding of an exact zero. The bound is per category: a category with little weight on the small kept
+eigenvalues has a small rounding level (the old global level m·ε·κ_r, its maximum over i, came to 1e-4–1e-2 on
+heterogeneous singular Cov where the real null components were 5e-5, and reported floors up to R = 0.45 that
+a least-squares fit beat by 1e4 rounding units: issue 25 §1)."""
 
 
 def second_moment(F) -> np.ndarray:
@@ -147,15 +152,17 @@ def _cholesky(K: np.ndarray):
 def _null_split(K: np.ndarray, null_tol: float | None):
     """Eigen route for a singular unit-diagonal K: (w_kept, U_kept, N, null_row, noise) with N an orthonormal
     basis of the numerical null space (eigenvalues ≤ null_tol·λ_max, default m·ε), null_row[i] = ‖N_i‖ the
-    norm of e_i's component in it and ``noise`` the level below which that norm is rounding of a zero."""
+    norm of e_i's component in it and ``noise[i]`` the level below which that norm is rounding of a zero:
+    NULL_NOISE·m·ε·λ_max·‖(U_ij/λ_j)_j‖ over the kept eigenpairs (first-order Davis–Kahan, row by row)."""
     m = K.shape[0]
     w, U = np.linalg.eigh(K)
     rel = m * EPS if null_tol is None else null_tol
     keep = w > rel * w[-1]
     N = U[:, ~keep]
     null_row = np.sqrt((N**2).sum(axis=1))
-    noise = NULL_NOISE * m * EPS * w[-1] / w[keep].min()
-    return w[keep], U[:, keep], N, null_row, noise
+    wk, Uk = w[keep], U[:, keep]
+    noise = NULL_NOISE * m * EPS * w[-1] * np.sqrt(((Uk / wk) ** 2).sum(axis=1))
+    return wk, Uk, N, null_row, noise
 
 
 def _check_null_tol(null_tol) -> float | None:
@@ -209,7 +216,7 @@ def relative_floor(cov, null_tol: float | None = None) -> np.ndarray:
     Computed on the correlation matrix K (R is invariant under f → D f, D diagonal). SPD K: Cholesky,
     R_i = 1/‖L⁻¹e_i‖². Singular K to working precision (Cholesky fails or trace K⁻¹ ≥ 1/(m²ε)): R_i = 0 exactly when f_i is a
     linear combination of the others, i.e. e_i has a component in the null space of K (its norm above the
-    rounding level NULL_NOISE·m·ε·κ_r of eigh's null space), else 1/(K⁺)_ii over the eigenvalues above
+    per-category rounding level NULL_NOISE·m·ε·λ_max·‖(U_ij/λ_j)_j‖ of eigh's null space, see NULL_NOISE), else 1/(K⁺)_ii over the eigenvalues above
     ``null_tol``·λ_max(K) (default m·ε; an explicit ``null_tol`` always takes the eigen route).
     """
     null_tol = _check_null_tol(null_tol)
@@ -279,7 +286,7 @@ def theta_floor(cov, i: int, null_tol: float | None = None) -> np.ndarray:
         psi = -x / x[k]
     else:
         w, U, N, null_row, noise = _null_split(K, null_tol)
-        if null_row[k] > noise:
+        if null_row[k] > noise[k]:
             v = N @ N[k]
             psi = -v / v[k]
         else:
