@@ -351,3 +351,90 @@ def test_imbalanced_probe_loss_pi_squared_weights(counts):
     # the printed (balanced) formula is wrong here, and Tr[Σ_T†Σ̃_B] ≤ max π_k · Tr[Σ_T†Σ_B]
     assert abs(vc.probe_loss_balanced(vc.trace_ratio(st), K) - closed) > 1e-3
     assert vc.weighted_trace(st) <= pi.max() * vc.trace_ratio(st) + 1e-12
+
+
+# ----------------------------------------------------------------------------------------------------------
+# offsets: issue 25 §B (the streaming Σ_T error grew as offset·ε: 1.7e-13 at 1e3, 1.9e-12 at 1e4, 3e-10 at 1e6)
+# ----------------------------------------------------------------------------------------------------------
+def _translated_two_pass(H, y, K):
+    """Σ_W, Σ_B, Σ_T of H by two passes after the translation H − h_0 (exact for entries within a factor 2 of
+    h_0, else rounded to ε·|h − h_0|): the reference carries ε·spread, not ε·offset."""
+    X = H - H[0]
+    mu = np.stack([X[y == k].mean(0) for k in range(K)])
+    pi = np.bincount(y, minlength=K) / len(y)
+    R, D, G = X - mu[y], mu - pi @ mu, X - X.mean(0)
+    return R.T @ R / len(y), (D.T * pi) @ D, G.T @ G / len(y)
+
+
+def _err(a, b, d):
+    s = np.sqrt(d)
+    return float(np.max(np.abs(a - b) / s[:, None] / s[None, :]))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e150, 1e-150])
+@pytest.mark.parametrize("offset", [1e0, 1e2, 1e4, 1e6, 1e8])
+def test_streaming_and_merging_stay_at_two_pass_precision_far_from_zero(offset, scale):
+    """Features at an offset c·spread from zero (c up to 1e8, per feature; imbalanced classes; overall scales
+    1e±150), streamed in batches of 1–17 and merged from three parts: Σ_W, Σ_B, Σ_T within 1e-13 of the two-pass
+    values in units of √(Σ_T,ii Σ_T,jj) (measured ≤ 2e-15; the accumulator without its origin was off by 4e-8 at
+    c = 1e8), and the class means within ε·|μ| of the two-pass means (their representation's own rounding)."""
+    rng = np.random.default_rng(int(np.log10(offset)) + (0 if scale == 1 else 7 if scale > 1 else 13))
+    K, p = 4, 7
+    y = rng.permutation(np.repeat(np.arange(K), [3, 25, 11, 40]))
+    H = 3 * rng.normal(size=(K, p))[y] + rng.normal(size=(len(y), p)) * rng.uniform(0.1, 2, size=p)
+    H = (H + offset * rng.uniform(0.5, 2, size=p) * H.std(0)) * scale
+    Sw, Sb, St = _translated_two_pass(H, y, K)
+    d = np.diag(St)
+    one = vc.ClassStats(p, K)
+    s = 0
+    while s < len(y):
+        b = int(rng.integers(1, 18))
+        one.update(H[s:s + b], y[s:s + b])
+        s += b
+    cut = np.sort(rng.choice(np.arange(1, len(y)), size=2, replace=False))
+    parts = [vc.ClassStats.from_features(H[a:b], y[a:b], n_classes=K, batch=5)
+             for a, b in zip((0, *cut), (*cut, len(y)))]
+    merged = parts[0].merge(parts[1]).merge(parts[2])
+    for st in (one, merged, vc.ClassStats(p, K).merge(merged)):
+        for got, ref in ((st.sigma_w(), Sw), (st.sigma_b(), Sb), (st.sigma_t(), St)):
+            assert _err(got, ref, d) <= 1e-13
+        mu = np.stack([H[y == k].mean(0) for k in range(K)])
+        np.testing.assert_allclose(st.means, mu, rtol=1e-14)
+        np.testing.assert_allclose(st.global_mean, H.mean(0), rtol=1e-14)
+    ref_vci = vc.vci(vc.ClassStats.from_features(H - H[0], y))
+    assert vc.vci(one) == pytest.approx(ref_vci, abs=1e-13)
+
+
+def test_merge_with_different_origins_is_one_stream():
+    """Two accumulators whose origins (their first batches' column means) differ by the between-class distance:
+    the merge re-expresses one side's means relative to the other's origin, and equals one stream over the union."""
+    rng = np.random.default_rng(25)
+    K, p = 3, 4
+    y = np.repeat(np.arange(K), 20)
+    H = 1e6 + 5 * np.arange(K)[y][:, None] * np.ones(p) + rng.normal(size=(len(y), p))
+    a = vc.ClassStats(p, K).update(H[y == 0], y[y == 0])  # origin at class 0's mean
+    b = vc.ClassStats(p, K).update(H[y == 2], y[y == 2]).update(H[y == 1], y[y == 1])  # origin at class 2's
+    one = vc.ClassStats.from_features(H, y)
+    for m in (a.merge(b), b.merge(a)):
+        Sw, Sb, St = _translated_two_pass(H, y, K)
+        d = np.diag(St)
+        assert _err(m.sigma_t(), St, d) <= 1e-14 and _err(m.sigma_b(), Sb, d) <= 1e-14
+        np.testing.assert_allclose(m.sigma_w(), one.sigma_w(), rtol=1e-13, atol=1e-14 * d.max())
+        np.testing.assert_array_equal(m.counts, one.counts)
+        np.testing.assert_allclose(m.means, one.means, rtol=1e-15)
+
+
+def test_pickle_from_before_the_origin_revives_relative_to_zero():
+    """A pickle with the scaled store but no origin (means stored relative to 0) keeps its meaning."""
+    H, y = _data(12)
+    H = H + 1e3
+    st = vc.ClassStats.from_features(H, y)
+    state = st.__getstate__()
+    state["_mean"] = state["_mean"] + state.pop("_origin")  # what such a pickle held
+    old = vc.ClassStats.__new__(vc.ClassStats)
+    old.__setstate__(state)
+    np.testing.assert_allclose(old.means, st.means, rtol=1e-15)
+    assert vc.vci(old) == pytest.approx(vc.vci(st), abs=1e-12)
+    back = pickle.loads(pickle.dumps(st))
+    np.testing.assert_array_equal(back._origin, st._origin)
+    assert vc.vci(back) == vc.vci(st)
