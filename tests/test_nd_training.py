@@ -4,6 +4,7 @@ import pytest
 
 from sims import dependency_training as dt
 from tests.helpers import run_quick
+from verify.checks import nd_training as nd
 
 TINY = dt.TaskParams(n_classes=12, dim=8, latent_dim=4, n_train=20, n_test=10, noise=0.5, hidden=16, epochs=20,
                     batch=32)
@@ -16,30 +17,97 @@ def tiny_cache(tmp_path, monkeypatch):
 
 
 def test_new_categories_check_judges_tab4(tmp_path):
-    """Quick size, seed 0: f_all is not ahead of f_baseline within the new classes (Tab 4) -> refuted, with both
-    controls behaving; the weaker 'loses little' reading is reported separately and holds."""
+    """Quick size, seed 0 (runs 0–7): Tab 4's +1.7 pp is rejected by the t-test with adequate power -> refuted, with
+    both controls behaving; Tab 2's 'comparable' and the weaker 'loses little' hold."""
     out = run_quick("nd.new_categories", tmp_path=tmp_path)
     assert out.status == "refuted", (out.error, out.details)
-    assert out.negative_control_result == "failed as it should"
+    assert out.negative_control_result == "failed as it should" and out.control_miss > 1
     assert out.positive_control_result == "held as it should" and out.positive_miss <= 1
-    assert 1 < out.miss < 1.2  # a near miss: a ratio of accuracies
-    assert 1 < out.control_miss < 100
     d = out.details
-    assert d["Tab 4 verdict (f_all ahead within the new classes)"].startswith("does not hold")
+    assert d["Tab 4 verdict (f_all ahead within the new classes by ≥ 1.7 pp)"].startswith("refuted")
+    assert d["Tab 2 verdict (comparable over all classes)"].startswith("holds")
     assert d["weaker reading, reported (f_all loses little within the new classes)"].startswith("holds")
-    assert out.finding and "Tab 4" in out.finding
+    assert len(d["per run: seed, Δ_new ± SE, Δ_all ± SE (pp)"]) == nd.RUNS[True]
+    assert out.finding and "Tab 4" in out.finding and "power" in out.finding
 
 
-def test_regularizer_check_judges_specificity_and_trajectory(tmp_path):
-    """Quick size, seed 0: the coefficient is cut, but not specifically, and accuracy collapses after epoch 1."""
+def test_new_categories_decision_is_stable_across_seeds(tmp_path):
+    """The decision does not flip with the seed: replications 0 and 1 (runs 0–7 and 8–15, disjoint) both reject
+    +1.7 pp with power ≥ 0.8 (the old point-estimate rule flipped between refuted and reported, misses 0.998–1.018)."""
+    outs = [run_quick("nd.new_categories", seed=s, tmp_path=tmp_path) for s in (0, 1)]
+    assert [o.status for o in outs] == ["refuted", "refuted"], [(o.status, o.measured) for o in outs]
+    for seed in (0, 1):
+        runs = [dt.new_categories_result(True, k) for k in nd._run_seeds(True, seed)]  # cached by the runs above
+        t4 = nd._new_categories_verdicts([nd._gaps(r, "dependency") for r in runs])["tab4"]
+        assert t4["power"] >= nd.POWER_MIN and t4["rejected"] and t4["miss_reject"] > 2, t4
+
+
+def test_new_categories_reports_when_the_sample_cannot_tell(tmp_path, monkeypatch):
+    """The same runs with every paired SE ×4 (a sample too small to tell +1.7 pp from 0): reported, not refuted,
+    with the reason; the positive control (the gain planted) still holds."""
+    real = dt.new_categories_result
+
+    def noisy(quick, seed=0, device="cpu"):
+        r = dict(real(quick, seed, device))
+        for k in [k for k in r if k.startswith("se_diff_")]:
+            r[k] = 4 * r[k]
+        return r
+
+    monkeypatch.setattr(nd, "new_categories_result", noisy)
+    out = run_quick("nd.new_categories", tmp_path=tmp_path)
+    assert out.status == "reported", (out.status, out.error, out.measured)
+    assert out.details["Tab 4 verdict (f_all ahead within the new classes by ≥ 1.7 pp)"].startswith(
+        "the sample cannot tell")
+    assert "cannot tell" in out.finding and out.positive_control_result == "held as it should"
+    assert not nd._SEALED and not nd._PENDING  # the flag was read and cleared
+
+
+def test_gain_test_and_pooling():
+    """The t-test of H0: Δ ≥ 1.7 pp and its power, on hand-made numbers."""
+    p = nd.pooled_gap([0.0, 0.5, -0.5, 0.2, -0.2], [0.6] * 5)  # spread below the test-set SE: SE from the SEs
+    assert p["mean"] == pytest.approx(0.0) and p["se"] == pytest.approx(0.6 / np.sqrt(5))
+    assert p["spread"] == "test-set SE" and p["df"] == 4
+    q = nd.pooled_gap([-3.0, 3.0, 0.0], [0.1] * 3)  # spread above it: SE from the runs' SD
+    assert q["se"] == pytest.approx(3.0 / np.sqrt(3)) and q["spread"] == "between-run SD"
+    t = nd.gain_test(p["mean"], p["se"], p["df"])
+    assert t["verdict"] == "refuted" and t["rejected"] and t["power"] > 0.99
+    assert t["p"] == pytest.approx(__import__("scipy").stats.t.cdf(-1.7 / p["se"], 4))
+    assert nd.gain_test(2.2, 0.3, 4)["verdict"] == "holds"  # the paper's gain, precisely measured
+    weak = nd.gain_test(-1.0, 1.0, 4)  # rejected at α but power 0.24: cannot tell
+    assert weak["verdict"] == "cannot tell" and weak["miss_power"] > 1
+    # power 0.8 exactly at the minimum detectable gap
+    assert nd.gain_test(0.0, 0.3, 4, claim=nd.gain_test(0.0, 0.3, 4)["mde"])["power"] == pytest.approx(0.8, abs=1e-6)
+    with pytest.raises(ValueError, match="runs"):
+        nd.pooled_gap([1.0], [0.5])
+    with pytest.raises(ValueError, match="SE"):
+        nd.gain_test(0.0, 0.0, 4)
+
+
+def test_regularizer_check_judges_what_sec_3_3_claims(tmp_path):
+    """Quick size, seed 0: Tab 3 holds (θ_j cut, end accuracy kept) -> pass; the path (not specific, accuracy
+    collapse after epoch 1) and the penalty's scale against the cross-entropy are reported findings."""
     out = run_quick("nd.regularizer", tmp_path=tmp_path)
-    assert out.status == "refuted", (out.error, out.details)
+    assert out.status == "pass", (out.error, out.details)
     assert out.negative_control_result == "failed as it should" and 1 < out.control_miss < 100
     assert out.positive_control_result == "held as it should"
-    v = out.details["verdicts"]
+    v = out.details["verdicts (judged: what Sec 3.3 claims)"]
     assert v["coefficient cut (Tab 3)"].startswith("holds")
-    assert v["specific (unpenalised pair keeps ≥ 1/2)"].startswith("does not hold")
-    assert v["accuracy along the fine-tuning"].startswith("does not hold")
+    assert v["accuracy after the fine-tuning (Tab 3)"].startswith("holds")
+    f = out.details["findings (reported, not claimed by Sec 3.3)"]
+    assert f["specific (unpenalised pair keeps ≥ 1/2 of its coefficient at every epoch)"].startswith("no")
+    scale = out.details["loss terms at the start of the fine-tuning (f_baseline, training set)"]
+    assert scale["penalty / CE"] > 10  # the penalty dwarfs the cross-entropy at the paper's weight
+    assert "not specific" in out.finding and "cross-entropy" in out.finding
+
+
+def test_regularizer_check_catches_a_penalty_that_never_acts(tmp_path, monkeypatch):
+    """The library's penalty planted wrong (weight 0: the penalty never reaches the loss): the check is refuted,
+    not pass (fresh cache, so nothing is read from the right library's results)."""
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(dt, "REG_WEIGHT", 0.0)
+    out = run_quick("nd.regularizer", tmp_path=tmp_path)
+    assert out.status == "refuted", (out.status, out.error, out.measured)
+    assert out.details["verdicts (judged: what Sec 3.3 claims)"]["coefficient cut (Tab 3)"].startswith("does not hold")
 
 
 def test_control_arms_are_computed(tiny_cache):

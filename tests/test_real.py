@@ -234,6 +234,24 @@ def test_real_checks(cid, monkeypatch):
     if cid != "rd.cls_dim":  # held out by photograph: the per-category rows say which photograph
         rows = out.details["per category (Table 1 columns)"]
         assert all(r["held-out photograph"] for r in rows.values()) and all("≈" in r["dependency"] for r in rows.values())
+    if cid == "nd.table1_metrics":  # Tab 1's "3–4 categories suffice": a verdict line, reported on the photographs
+        line = out.details["Tab 1 verdict: '3–4 categories suffice' (Sec 2.1)"]
+        assert "reported, not judged" in line and "against the paper's 4" in line
+        assert "3–4 categories suffice" in out.finding
+
+
+def test_few_categories_suffice_verdict():
+    """The verdict line of Tab 1's '3–4 categories suffice' on hand-made smallest-support rows."""
+    from verify.checks import real as R
+
+    photos, imagenet = {"labels": None}, {"labels": np.zeros(3)}
+    row = lambda reached, support, rel: {"reached": reached, "support": support, "rel_err": rel}  # noqa: E731
+    line, short = R._few_suffice({"a": row(True, 47, 0.28), "b": row(True, 12, 0.29)}, photos)
+    assert line.startswith("does not hold here, reported, not judged") and "fewest needed is 12 (b" in line
+    line, _ = R._few_suffice({"a": row(True, 3, 0.2), "b": row(False, 90, 0.5)}, imagenet)
+    assert line.startswith("holds (judged on the ImageNet folder)") and "fewest needed is 3 (a" in line
+    line, short = R._few_suffice({"a": row(False, 128, 0.308), "b": row(False, 181, 0.455)}, imagenet)
+    assert line.startswith("does not hold (judged") and "no tried category reaches it" in short and "0.308" in short
 
 
 @pytest.mark.slow
@@ -262,6 +280,9 @@ def test_real_checks_are_judged_on_an_imagenet_folder(tmp_path, monkeypatch):
             out = run_quick(cid)
             assert out.status in ("pass", "refuted"), (cid, out.status, out.error)
             assert "ImageNet validation folder" in out.details["inputs"]
+            if cid == "nd.table1_metrics":
+                line = out.details["Tab 1 verdict: '3–4 categories suffice' (Sec 2.1)"]
+                assert "(judged on the ImageNet folder)" in line
     finally:
         R._SOLVED.clear()
 

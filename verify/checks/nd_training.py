@@ -1,9 +1,19 @@
 """ND Sec 3.2 (new categories through neural dependencies) and Sec 3.3 (the dependency regulariser) on a small
 MLP trained here on a generated ≥ 100-class Gaussian mixture (sims.dependency_training).
 
-Both checks share one task and one all-class model f_baseline per (sizes, --seed), trained once and cached.
+Both checks share one task and one all-class model f_baseline per (sizes, seed), trained once and cached.
+
+nd.regularizer judges what Sec 3.3 / Tab 3 claim (the chosen coefficient is cut; the accuracy after the fine-tuning
+is not lost); the path (specificity, per-epoch accuracy) and the penalty's scale against the cross-entropy are reported.
+
+nd.new_categories judges Tab 4's gain (+1.7 to +2.2 pp within the new classes) with a stated test over several
+independent runs (the paper's figures are "the mean of five independent runs"): the mean of the per-run paired
+differences, a one-sided t-test of H0: Δ ≥ 1.7 pp, and the power of that test to tell +1.7 pp from a level f_all
+(Δ = 0). Without adequate power the check is ``reported`` ("the sample cannot tell").
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,111 +25,278 @@ MARGIN_PP = 1.0  # allowed accuracy loss in percentage points, before the sampli
 SE_UNITS = 2.0  # sampling allowance: this many standard errors of the accuracy difference
 COEF_RATIO = 0.1  # the penalised coefficient must fall to ≤ 10% of its starting value
 
+# ---- Tab 4, fixed from the paper and convention before the runs were looked at (see docs/nd_training.md) ----
+TAB4_GAIN_PP = 1.7  # H0 boundary: Tab 4's smaller gain within the new classes (Swin-T 72.47 − 70.73 = +1.74 pp)
+TAB4_PLANTED_PP = 2.19  # the positive control's planted gain: Tab 4's ResNet-50 (71.06 − 68.87)
+ALPHA = 0.05  # one-sided level of the test of H0: Δ_new ≥ TAB4_GAIN_PP
+POWER_MIN = 0.80  # below this power to tell +1.7 pp from 0 the sample "cannot tell": reported, not judged
+#: Independent runs per replication (each run: a new task draw, f_base, Θ and f_baseline from its own seed).
+#: Full: the paper's five. Quick: eight smaller runs (a quick run's paired SE is ≈ 1.0 pp against ≈ 0.65 pp at full
+#: size), so that the power with the test-set noise alone is ≥ 0.95 in both modes and a chance spread of the runs
+#: rarely (< 1 %) drops it below POWER_MIN.
+RUNS = {True: 8, False: 5}
 
-def _new_categories_verdicts(r: dict, arm: str, ref: str = "baseline") -> dict:
-    """Tab 2 (all classes: comparable, loss ≤ 1 pp + 2 SE) and Tab 4 (within the new classes: ``arm`` at least as
-    accurate as ``ref``) for one arm, in percentage points, with misses in tolerance units."""
+
+def pooled_gap(deltas, ses) -> dict:
+    """The mean of per-run differences ``deltas`` (equal weights: the paper's "mean of five runs") and its SE.
+
+    SE² = max(s², mean SE_r²)/R: the runs' own spread s (which holds the training variance), floored by what
+    their test sets alone explain (mean SE_r², SE_r the paired per-sample SE of run r), so that R runs that happen
+    to agree cannot claim more precision than their test sets allow. ``df`` = R − 1 for the t-test.
+    """
+    d = np.asarray(deltas, dtype=float)
+    s = np.asarray(ses, dtype=float)
+    if d.shape != s.shape or d.ndim != 1 or len(d) < 2:
+        raise ValueError(f"pooled_gap: need ≥ 2 runs with one SE each, got {d.shape} and {s.shape}")
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError("pooled_gap: differences must be finite and standard errors finite and > 0")
+    n = len(d)
+    sd = float(d.std(ddof=1))
+    within = float(np.sqrt(np.mean(s**2)))
+    return {"mean": float(d.mean()), "se": max(sd, within) / math.sqrt(n), "sd": sd, "within": within, "runs": n,
+            "df": n - 1, "spread": "between-run SD" if sd > within else "test-set SE"}
+
+
+def gain_test(mean: float, se: float, df: int, claim: float = TAB4_GAIN_PP) -> dict:
+    """One-sided t-test (``df`` degrees of freedom) of H0: Δ ≥ ``claim`` (pp) against H1: Δ < claim, and its power.
+
+    ``power``: the probability that the test rejects H0 when f_all is level (Δ = 0), i.e. the power to tell a gain
+    of ``claim`` from none with this SE (noncentral t, noncentrality claim/SE). Verdict: ``refuted`` (rejected at
+    ALPHA with power ≥ POWER_MIN), ``cannot tell`` (power < POWER_MIN, rejected or not), ``holds`` (not rejected with
+    adequate power). Misses in tolerance units: ``miss_reject`` = (claim − Δ)/(t_α·SE) (> 1: rejected) and
+    ``miss_power`` = (1 − power)/(1 − POWER_MIN) (> 1: power below POWER_MIN). ``mde``: the smallest gain the test
+    detects with power POWER_MIN.
+    """
+    from scipy import optimize, stats
+
+    if not (np.isfinite(mean) and np.isfinite(se) and se > 0 and df >= 1):
+        raise ValueError(f"gain_test: need a finite mean, SE > 0 and df ≥ 1, got {mean}, {se}, {df}")
+    tc = float(stats.t.ppf(1 - ALPHA, df))
+    t = (mean - claim) / se
+    # P(T < −t_α) when the true gap is `g` below the claim: −T is noncentral t with noncentrality g/SE
+    pw = lambda g: float(stats.nct.sf(tc, df, g / se))  # noqa: E731
+    power = pw(claim)
+    rejected = t < -tc
+    mde = float(optimize.brentq(lambda g: pw(g) - POWER_MIN, 1e-9 * se, 100 * se))
+    verdict = "cannot tell" if power < POWER_MIN else ("refuted" if rejected else "holds")
+    t0 = mean / se
+    return {"t": t, "df": df, "t_crit": tc, "p": float(stats.t.cdf(t, df)), "power": power, "rejected": bool(rejected),
+            "verdict": verdict, "miss_reject": max(0.0, (claim - mean) / (tc * se)),
+            "miss_power": (1 - power) / (1 - POWER_MIN), "t_vs_0": t0, "p_vs_0": float(stats.t.sf(t0, df)), "mde": mde}
+
+
+def _run_seeds(quick: bool, seed: int) -> list:
+    """Replication ``seed`` uses the runs R·seed … R·seed + R − 1 (disjoint blocks: replications are independent)."""
+    r = RUNS[bool(quick)]
+    return [r * seed + k for k in range(r)]
+
+
+def _gaps(r: dict, arm: str) -> dict:
+    """One run's paired differences arm − f_baseline in pp (all classes; argmax within the new classes), their SEs."""
     tag = "" if arm == "dependency" else f"_{arm}"
-    se_all, se_new = r[f"se_diff_all{tag}"], r[f"se_diff_new_within{tag}"]
-    diff_all = 100 * (r[f"acc_all_{arm}"] - r[f"acc_all_{ref}"])
-    diff_new = 100 * (r[f"acc_new_within_{arm}"] - r[f"acc_new_within_{ref}"])
-    tol_all = MARGIN_PP + SE_UNITS * 100 * se_all
-    tol_new = MARGIN_PP + SE_UNITS * 100 * se_new
-    miss_tab2 = max(0.0, -diff_all) / tol_all
-    miss_tab4 = r[f"acc_new_within_{ref}"] / max(r[f"acc_new_within_{arm}"], 1e-12)  # t/x: x ≥ t
-    return {"diff_all": diff_all, "diff_new": diff_new, "se_new": 100 * se_new, "tol_all": tol_all, "tol_new": tol_new,
-            "miss_tab2": miss_tab2, "miss_tab4": miss_tab4, "weak_new_holds": diff_new >= -tol_new}
+    return {"all": 100 * (r[f"acc_all_{arm}"] - r["acc_all_baseline"]), "se_all": 100 * r[f"se_diff_all{tag}"],
+            "new": 100 * (r[f"acc_new_within_{arm}"] - r["acc_new_within_baseline"]),
+            "se_new": 100 * r[f"se_diff_new_within{tag}"]}
+
+
+def _planted_gaps(quick: bool) -> dict:
+    """The positive control's differences, Tab 4's ResNet-50 gain by construction: the reference is f_all with
+    k = round(0.0219·n) of its correct new-class test predictions made wrong (n = n_new·n_test new-class samples),
+    so the paired difference is k/n within the new classes (k of N over all classes) with the SE of k ones."""
+    s = sizes(quick)
+    n = s["n_new"] * s["task"].n_test
+    n_all = s["task"].n_classes * s["task"].n_test
+    k = int(round(TAB4_PLANTED_PP / 100 * n))
+    se = lambda m: 100 * math.sqrt((k / m) * (1 - k / m) / (m - 1))  # noqa: E731  SE of the mean of k ones in m
+    return {"new": 100 * k / n, "se_new": se(n), "all": 100 * k / n_all, "se_all": se(n_all)}
+
+
+def _new_categories_verdicts(gaps: list) -> dict:
+    """Tab 2 (all classes: pooled Δ_all ≥ −(1 pp + 2 SE)) and Tab 4 (pooled Δ_new: :func:`gain_test`) over runs."""
+    p_all = pooled_gap([g["all"] for g in gaps], [g["se_all"] for g in gaps])
+    p_new = pooled_gap([g["new"] for g in gaps], [g["se_new"] for g in gaps])
+    tol_all = MARGIN_PP + SE_UNITS * p_all["se"]
+    tol_new = MARGIN_PP + SE_UNITS * p_new["se"]
+    t4 = gain_test(p_new["mean"], p_new["se"], p_new["df"])
+    return {"all": p_all, "new": p_new, "tab4": t4, "tol_all": tol_all, "tol_new": tol_new,
+            "miss_tab2": max(0.0, -p_all["mean"]) / tol_all, "miss_tab4": max(t4["miss_reject"], t4["miss_power"]),
+            "weak_new_holds": p_new["mean"] >= -tol_new}
+
+
+# The registry's ``reports`` hook cannot see a Result, so the claim's runs leave their "cannot tell" flag here: each
+# claim run appends one; the negative control (which the registry runs right after the claim's seeds) seals them; the
+# registry then asks :func:`_cannot_tell`. A run where the sample cannot tell is ``reported``, never judged.
+_PENDING: list = []
+_SEALED: list = []
+
+
+def _cannot_tell() -> bool:
+    """``reports`` hook of nd.new_categories: True when a replication of the run just judged could not tell."""
+    out = any(_SEALED)
+    _SEALED.clear()
+    return out
+
+
+def _fmt_test(v: dict) -> str:
+    t, p = v["tab4"], v["new"]
+    return (f"Δ_new = {p['mean']:+.2f} ± {p['se']:.2f} pp (mean of {p['runs']} runs ± SE, from the {p['spread']}); "
+            f"H0: Δ ≥ {TAB4_GAIN_PP:g} pp, t = {t['t']:+.2f} ({t['df']} df), one-sided p = {t['p']:.2g}; power to tell "
+            f"+{TAB4_GAIN_PP:g} pp from 0 = {t['power']:.3f} (smallest gap detectable with power {POWER_MIN:g}: "
+            f"{t['mde']:.2f} pp)")
 
 
 @check(
-    "nd.new_categories", equation="Sec 3.2, Tab 2, Tab 4", kind="sim",
-    tolerance=f"Tab 4: f_all's accuracy within the new classes ≥ f_baseline's; Tab 2: all-class loss ≤ {MARGIN_PP:g} pp "
-              f"+ {SE_UNITS:g}·SE",
-    tolerance_reason="the paper's claims: f_all and f_baseline are comparable over all classes (worst loss 0.44 ± 0.89 "
-                     "pp, Tab 2) and f_all outperforms within the new classes (+1.7 to +2.2 pp, Tab 4, 'significantly'). "
-                     "Tab 4 is judged as stated (point estimate ahead), Tab 2 with 1 pp plus two standard errors of the "
-                     "paired per-sample difference on our finite test set (SE ≈ 0.5–1.6 pp). The weaker 'f_all loses "
-                     "little within the new classes' (≥ −(1 pp + 2 SE)) is a separate reported line",
+    "nd.new_categories", equation="Sec 3.2, Tab 2, Tab 4", kind="sim", seeds=1,
+    tolerance=f"Tab 4: one-sided t-test of H0: Δ_new ≥ {TAB4_GAIN_PP:g} pp at α = {ALPHA:g} with power ≥ "
+              f"{POWER_MIN:g} to tell +{TAB4_GAIN_PP:g} pp from 0 (mean over {RUNS[False]} runs, quick "
+              f"{RUNS[True]}); Tab 2: pooled all-class loss ≤ {MARGIN_PP:g} pp + {SE_UNITS:g}·SE",
+    tolerance_reason=f"the paper's claims: f_all outperforms f_baseline within the new classes ('significantly', "
+                     f"Tab 4: +2.19 pp ResNet-50, +1.74 pp Swin-T, means of five runs) and is comparable over all "
+                     f"classes (Tab 2: worst −0.44 ± 0.89 pp). Tab 4 is tested at its smaller gain, {TAB4_GAIN_PP:g} "
+                     f"pp: rejecting H0: Δ ≥ {TAB4_GAIN_PP:g} at α = {ALPHA:g} refutes it, but only when the sample "
+                     f"could have told +{TAB4_GAIN_PP:g} pp from a level f_all (power ≥ {POWER_MIN:g}); otherwise "
+                     "the check reports 'the sample cannot tell'. Each run's difference is paired per test sample "
+                     "(its SE from the test set); the SE of the mean of the runs comes from their own spread (which "
+                     "holds the training variance), floored by their test sets' SE, with R − 1 degrees of freedom. "
+                     "One replication is already "
+                     f"{RUNS[False]} independent trainings (the paper's count), so a full run uses one seed, not "
+                     "three. The weaker 'f_all loses little within the new classes' (≥ −(1 pp + 2 SE)) and the "
+                     "paper's 'significantly' (Δ_new > 0 at α) are reported lines",
     negative_control="Θ fit by the paper's literal wording, 'on the training set of the new categories': cross-entropy "
                      "over the new classes alone on the new-class samples (nothing keeps the new logits below the base "
                      "ones on base samples)",
-    positive_control="the same comparison against a reference that knows nothing of the new classes (f_base with Θ fit "
-                     "on labels permuted among the new-class samples, at chance within them): f_all must be ahead",
+    positive_control=f"the same test where Tab 4's gain is present by construction: f_all against itself with "
+                     f"{TAB4_PLANTED_PP:g} % of its new-class test predictions made wrong (from its correct ones; "
+                     f"Tab 4's ResNet-50 gain, +{TAB4_PLANTED_PP:g} pp), in every run: H0 must stand, with adequate "
+                     "power",
     figures=("nd.new_categories_accuracy",),
+    reports=_cannot_tell,
 )
 def new_categories(ctx, planted, positive=False):
-    """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline on all classes."""
-    r = new_categories_result(ctx.quick, ctx.seed, ctx.device)
+    """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""
+    seeds = _run_seeds(ctx.quick, ctx.seed)
+    runs = [new_categories_result(ctx.quick, s, ctx.device) for s in seeds]
     arm = "literal" if planted else "dependency"
-    ref = "shuffled" if positive else "baseline"
-    v = _new_categories_verdicts(r, arm, ref)
+    gaps = [_gaps(r, arm) for r in runs]
+    if positive:
+        gaps = [_planted_gaps(ctx.quick) for _ in runs]
+    v = _new_categories_verdicts(gaps)
+    t4, pn, pa = v["tab4"], v["new"], v["all"]
+    tab2_holds = v["miss_tab2"] <= 1
+    undecided = t4["verdict"] == "cannot tell" and tab2_holds
+    if planted:
+        _SEALED[:] = list(_PENDING)
+        _PENDING.clear()
+    elif not positive:
+        _PENDING.append(undecided)
     miss = max(v["miss_tab2"], v["miss_tab4"])
-    n1, n2 = int(r["n_base"]), int(r["n_new"])
+    r0 = runs[0]
+    n1, n2 = int(r0["n_base"]), int(r0["n_new"])
     yes = lambda ok: "holds" if ok else "does not hold"  # noqa: E731
-    others = {a: _new_categories_verdicts(r, a) for a in ("probe", "random", "literal", "shuffled")}
+    t4_line = {"holds": "holds", "refuted": "refuted (H0 rejected with adequate power)",
+               "cannot tell": "the sample cannot tell (power below " + f"{POWER_MIN:g})"}[t4["verdict"]]
     details = {
-        "setting": f"{n1} → {n2} (base → new classes), MLP, Gaussian mixture (see docs/nd_training.md)",
-        "Tab 4 verdict (f_all ahead within the new classes)":
-            f"{yes(v['miss_tab4'] <= 1)} at this size: Δ_new = {v['diff_new']:+.2f} ± {v['se_new']:.2f} pp (SE); the "
-            "paper: +1.7 to +2.2 pp",
+        "setting": f"{n1} → {n2} (base → new classes), MLP, Gaussian mixture (see docs/nd_training.md); runs (seeds) "
+                   f"{seeds[0]}–{seeds[-1]}",
+        "Tab 4 verdict (f_all ahead within the new classes by ≥ 1.7 pp)": f"{t4_line}: {_fmt_test(v)}; the paper: "
+                                                                         "+1.74 to +2.19 pp",
+        "Tab 4's 'significantly' (Δ_new > 0 at α, reported)":
+            f"{'yes' if t4['p_vs_0'] < ALPHA else 'no'}: t = {t4['t_vs_0']:+.2f}, one-sided p = {t4['p_vs_0']:.2g}",
         "Tab 2 verdict (comparable over all classes)":
-            f"{yes(v['miss_tab2'] <= 1)}: Δ_all = {v['diff_all']:+.2f} pp (allowed −{v['tol_all']:.2f})",
+            f"{yes(tab2_holds)}: Δ_all = {pa['mean']:+.2f} ± {pa['se']:.2f} pp (allowed −{v['tol_all']:.2f})",
         "weaker reading, reported (f_all loses little within the new classes)":
-            f"{yes(v['weak_new_holds'])}: Δ_new = {v['diff_new']:+.2f} pp (allowed −{v['tol_new']:.2f})",
-        "accuracy all classes (Tab 2) %": {a: 100 * r[f"acc_all_{a}"] for a in
-                                            ("baseline", "dependency", "literal", "probe", "random", "shuffled")},
-        "accuracy within new classes (Tab 4) %": {**{a: 100 * r[f"acc_new_within_{a}"] for a in
-                                                     ("baseline", "dependency", "literal", "probe", "random", "shuffled")},
-                                                  "chance": 100 / n2},
-        "accuracy within base classes (Tab 4) %": {"f_baseline": 100 * r["acc_base_within_baseline"],
-                                                   "f_base": 100 * r["acc_base_within_dependency"]},
+            f"{yes(v['weak_new_holds'])}: Δ_new = {pn['mean']:+.2f} pp (allowed −{v['tol_new']:.2f})",
+        "spread of Δ_new over the runs (pp)": {"SD between runs": pn["sd"],
+                                               "test-set SE of one run (root mean square)": pn["within"],
+                                               "SE of the mean from": pn["spread"]},
+        "per run: seed, Δ_new ± SE, Δ_all ± SE (pp)": [
+            [s, round(g["new"], 2), round(g["se_new"], 2), round(g["all"], 2), round(g["se_all"], 2)]
+            for s, g in zip(seeds, gaps)],
+        "compared": (f"f_all vs f_all with +{TAB4_PLANTED_PP:g} pp planted (positive control)" if positive else
+                     f"{arm} vs baseline"),
+        f"run {seeds[0]}: accuracy all classes (Tab 2) %": {a: 100 * r0[f"acc_all_{a}"] for a in
+                                                            ("baseline", "dependency", "literal", "probe", "random",
+                                                             "shuffled")},
+        f"run {seeds[0]}: accuracy within new classes (Tab 4) %": {
+            **{a: 100 * r0[f"acc_new_within_{a}"] for a in ("baseline", "dependency", "literal", "probe", "random",
+                                                            "shuffled")}, "chance": 100 / n2},
+        f"run {seeds[0]}: accuracy within base classes (Tab 4) %": {"f_baseline": 100 * r0["acc_base_within_baseline"],
+                                                                    "f_base": 100 * r0["acc_base_within_dependency"]},
         "arms": {"dependency": "f_all = [f_base, f_base Θ], Θ by CE over all classes (f_base frozen)",
                  "literal": "Θ by CE over the new classes on new-class samples only (negative control)",
                  "probe": "[f_base, h Θ_h], h = f_base's penultimate features (not through the logits)",
                  "random": "Θ a random matrix of the learned Θ's norm (never learned)",
-                 "shuffled": "Θ fit on permuted new-class labels (positive control's reference)"},
-        "other arms vs f_baseline, Δ_all / Δ_new (pp)": {a: [round(o["diff_all"], 2), round(o["diff_new"], 2)]
-                                                        for a, o in others.items()},
-        "compared": f"{arm} vs {ref}",
-        "relative CovLasso floor R of f_baseline's new logits on f_base's logits (median, max)":
-            [float(np.median(r["relative_floor_new_on_base"])), float(np.max(r["relative_floor_new_on_base"]))],
+                 "shuffled": "Θ fit on permuted new-class labels (knows nothing of the new classes)"},
+        "other arms vs f_baseline, pooled Δ_all / Δ_new (pp)": {
+            a: [round(o["all"]["mean"], 2), round(o["new"]["mean"], 2)]
+            for a in ("probe", "random", "literal", "shuffled")
+            for o in [_new_categories_verdicts([_gaps(r, a) for r in runs])]},
+        "relative CovLasso floor R of f_baseline's new logits on f_base's logits (median, max; run "
+        f"{seeds[0]})": [float(np.median(r0["relative_floor_new_on_base"])),
+                         float(np.max(r0["relative_floor_new_on_base"]))],
         "Θ": f"{n1}×{n2}, fit by full-batch L-BFGS on CE([f_base, f_base Θ]) over the whole training set",
     }
-    if "acc_new_within_covlasso" in r:
-        sup = np.asarray(r["covlasso_support"])
-        details["sparse reading: f_baseline's new logits as CovLasso combinations of f_base's (ρ = "
+    if "acc_new_within_covlasso" in r0:
+        sup = np.asarray(r0["covlasso_support"])
+        details[f"sparse reading (run {seeds[0]}): f_baseline's new logits as CovLasso combinations of f_base's (ρ = "
                 f"{sizes(ctx.quick)['sparse_rho']:g})"] = {
             "support per new class (median, min, max)": [float(np.median(sup)), int(sup.min()), int(sup.max())],
-            "accuracy within new classes of f_base Θ_CovLasso %": 100 * r["acc_new_within_covlasso"]}
+            "accuracy within new classes of f_base Θ_CovLasso %": 100 * r0["acc_new_within_covlasso"]}
     finding = None
-    if miss > 1 and not planted and not positive:
-        finding = (f"At {n1} → {n2}, f_all is {'not ahead of' if v['miss_tab4'] > 1 else 'ahead of'} f_baseline within "
-                   f"the new classes (Δ_new = {v['diff_new']:+.2f} ± {v['se_new']:.2f} pp; Tab 4: +1.7 to +2.2 pp) and "
-                   f"{'comparable' if v['miss_tab2'] <= 1 else 'not comparable'} over all classes (Δ_all = "
-                   f"{v['diff_all']:+.2f} pp). The weaker reading, f_all loses little within the new classes, "
-                   f"{yes(v['weak_new_holds'])}.")
-    return Result(measured=f"Δacc new {v['diff_new']:+.2f} pp, all {v['diff_all']:+.2f} pp",
-                  expected=f"new ≥ 0 pp (Tab 4), all ≥ −{v['tol_all']:.2f} pp (Tab 2)", holds=bool(miss <= 1),
-                  miss=float(miss), details=details, finding=finding)
+    if not planted and not positive:
+        tab2 = (f"Tab 2's 'comparable' {yes(tab2_holds)} (Δ_all = {pa['mean']:+.2f} ± {pa['se']:.2f} pp); the weaker "
+                f"'loses little within the new classes' {yes(v['weak_new_holds'])}.")
+        if t4["verdict"] == "refuted":
+            finding = (f"Tab 4's gain is rejected at {n1} → {n2}: {_fmt_test(v)}. Within the new classes f_all is "
+                       f"level with f_baseline or behind it, not +1.7 to +2.2 pp ahead. " + tab2)
+        elif t4["verdict"] == "cannot tell":
+            finding = (f"The sample cannot tell whether Tab 4's gain holds at {n1} → {n2}: {_fmt_test(v)}; a power "
+                       f"below {POWER_MIN:g} leaves the comparison undecided (reported, not judged). " + tab2)
+        elif miss > 1:
+            finding = f"Tab 4's gain is not rejected ({_fmt_test(v)}) but Tab 2 fails. " + tab2
+    return Result(measured=f"Δacc new {pn['mean']:+.2f} ± {pn['se']:.2f} pp (p = {t4['p']:.2g}, power "
+                           f"{t4['power']:.2f}), all {pa['mean']:+.2f} pp",
+                  expected=f"H0: new ≥ +{TAB4_GAIN_PP:g} pp not rejected at α = {ALPHA:g} with power ≥ {POWER_MIN:g} "
+                           f"(Tab 4), all ≥ −{v['tol_all']:.2f} pp (Tab 2)",
+                  holds=bool(miss <= 1), miss=float(miss), details=details, finding=finding)
 
 
-SPECIFIC = 0.5  # an untargeted pair must keep ≥ half its coefficient (vs the same epoch without the penalty)
+SPECIFIC = 0.5  # reported, not judged: an untargeted pair "keeps" its coefficient if ≥ half of it (vs no penalty)
+TAB3_GAIN_PP = 0.29  # Tab 3's ImageNet accuracy gain of ResNet-18 and ResNet-50 (+0.02 Swin-T … +0.85 ViT-S)
+
+
+def _loss_scale(quick: bool, seed: int, device: str, i: int, j: int) -> dict:
+    """The two terms of the fine-tuning loss at its start (f_baseline on the training set): the cross-entropy and
+    REG_WEIGHT·|E[f_i f_j]|, and their ratio: how the penalty's weight compares with the cross-entropy here."""
+    import torch
+    import torch.nn.functional as F
+
+    from sims.dependency_training import baseline_model
+
+    model, task = baseline_model(sizes(quick)["task"], seed, device)
+    with torch.no_grad():
+        out = model(torch.as_tensor(task["x_train"], device=device))
+        ce = float(F.cross_entropy(out, torch.as_tensor(task["y_train"], device=device)))
+        moment = float((out[:, i] * out[:, j]).mean())
+    pen = REG_WEIGHT * abs(moment)
+    return {"cross-entropy": ce, "E[f_i f_j]": moment, "penalty = weight·|E[f_i f_j]|": pen, "penalty / CE": pen / ce}
 
 
 @check(
     "nd.regularizer", equation="Sec 3.3, Tab 3", kind="sim",
-    tolerance=f"|θ_j| after ≤ {COEF_RATIO:g}·|θ_j| before; at every epoch an unpenalised pair keeps ≥ {SPECIFIC:g} of "
-              f"its coefficient and accuracy stays ≥ the unpenalised arm's − ({MARGIN_PP:g} pp + {SE_UNITS:g}·SE)",
-    tolerance_reason="Tab 3's coefficients fall by ≥ 96% (0.70→0.02, 1.10→4.5e-4, 0.1→3.1e-3, 0.39→0.01) while "
-                     "accuracy rises; a fall to ≤ 10% is a clear cut-off. Sec 3.3 cuts one chosen dependency, so the "
-                     "effect must be specific: a pair that is not penalised must not lose more than half its "
-                     "coefficient relative to the same fine-tuning without the penalty; and the accuracy is judged "
-                     "along the whole fine-tuning (equal epochs in both arms, as the paper's 90 vs 60 + 30), with the "
-                     "allowance of nd.new_categories. Tab 3's 'accuracy improves' is a reported line",
+    tolerance=f"|θ_j| after ≤ {COEF_RATIO:g}·|θ_j| before (Tab 3); accuracy after the fine-tuning ≥ the unpenalised "
+              f"arm's − ({MARGIN_PP:g} pp + {SE_UNITS:g}·SE)",
+    tolerance_reason="what Sec 3.3 and Tab 3 claim: after the fine-tuning 'the dependency coefficients are approaching "
+                     "zero' (Tab 3: 0.70→0.02, 1.10→4.5e-4, 0.1→3.1e-3, 0.39→0.01, falls of ≥ 96%; a fall to ≤ 10% "
+                     "is a clear cut-off) and the accuracy is not lost ('some improvements', +0.02 to +0.85 pp, "
+                     "compared after equal epochs: the paper's 90 vs 60 + 30), with the allowance of nd.new_categories "
+                     "(1 pp + 2 SE). Tab 3's 'accuracy improves' is a reported line with its test and power. Not "
+                     "claimed by Sec 3.3, hence reported, not judged: whether the cut is specific (an unpenalised pair "
+                     "keeps its coefficient) and the accuracy along the way (per epoch)",
     negative_control="the penalty never reaches the loss (computed on detached logits, or weight 0): the same "
                      "fine-tuning without it, whose θ_j must not fall to 10%",
-    positive_control="planted trajectories of a specific regulariser, built from the unpenalised run: the pair's "
-                     "coefficient cut to 0 from the first epoch, the other pair and the accuracy unchanged",
+    positive_control="planted trajectories of a regulariser that works, built from the unpenalised run: the pair's "
+                     "coefficient cut to 0 from the first epoch, the accuracy unchanged",
     figures=("nd.regularizer_trajectory",),
 )
 def regularizer(ctx, planted, positive=False):
@@ -141,52 +318,73 @@ def regularizer(ctx, planted, positive=False):
     se = np.sqrt((acc * (1 - acc) + acc_ref * (1 - acc_ref)) / n)  # unpaired bound (paired SE is smaller)
     tol = MARGIN_PP + SE_UNITS * 100 * se
     gap = 100 * (acc_ref - acc)  # > 0: the penalised arm behind
-    miss_acc = float(np.max(np.maximum(gap, 0.0) / tol))
-    kept = np.abs(coef[1:, 1]) / np.maximum(np.abs(ref_coef[1:, 1]), 1e-12)
-    miss_spec = float(np.max(SPECIFIC / np.maximum(kept, 1e-3)))  # a share kept below 1e-3 counts as 1e-3 (miss ≤ 500)
     miss_coef = ratio / COEF_RATIO
-    miss = max(miss_coef, miss_spec, miss_acc)
+    miss_end = max(0.0, float(gap[-1])) / float(tol[-1])
+    miss = max(miss_coef, miss_end)
+    # reported, not judged: the path
+    kept = np.abs(coef[1:, 1]) / np.maximum(np.abs(ref_coef[1:, 1]), 1e-12)
     worst_epoch = int(np.argmax(gap))
+    end_gain, end_se = -float(gap[-1]), 100 * float(se[-1])
+    z_gain = end_gain / end_se
+    from scipy import stats
+
+    power_gain = float(stats.norm.sf(stats.norm.ppf(0.95) - TAB3_GAIN_PP / end_se))
     i, j = int(r["i"]), int(r["j"])
     i2, j2 = int(r["i_other"]), int(r["j_other"])
     yes = lambda ok: "holds" if ok else "does not hold"  # noqa: E731
     details = {
         "pair (i, j)": [i, j], "λ": f"{REG_RHO:g}·λ_max(i)", "weight": REG_WEIGHT,
-        "fine-tuning epochs": len(coef) - 1, "compared arm": "planted specific regulariser" if positive else arm,
-        "verdicts": {
-            "coefficient cut (Tab 3)": f"{yes(miss_coef <= 1)}: θ_j {before:.3g} → {after:.3g} (ratio {ratio:.3g})",
-            "specific (unpenalised pair keeps ≥ 1/2)": f"{yes(miss_spec <= 1)}: smallest share kept {kept.min():.3g} "
-                                                       f"(epoch {int(np.argmin(kept)) + 1})",
-            "accuracy along the fine-tuning": f"{yes(miss_acc <= 1)}: largest shortfall {gap.max():+.2f} pp at epoch "
-                                              f"{worst_epoch} (allowed {tol[worst_epoch]:.2f})",
-            "Tab 3's 'accuracy improves' (reported)": f"{'yes' if acc[-1] > acc_ref[-1] else 'no'}: "
-                                                      f"{100 * (acc[-1] - acc_ref[-1]):+.2f} pp at the end"},
-        "misses (coefficient, specificity, accuracy)": [miss_coef, miss_spec, miss_acc],
+        "fine-tuning epochs": len(coef) - 1, "compared arm": "planted working regulariser" if positive else arm,
+        "verdicts (judged: what Sec 3.3 claims)": {
+            "coefficient cut (Tab 3)": f"{yes(miss_coef <= 1)}: θ_j {before:.3g} → {after:.3g} (ratio {ratio:.3g}, "
+                                       f"allowed {COEF_RATIO:g})",
+            "accuracy after the fine-tuning (Tab 3)": f"{yes(miss_end <= 1)}: {end_gain:+.2f} pp against the "
+                                                      f"unpenalised arm (allowed −{tol[-1]:.2f})"},
+        "Tab 3's 'accuracy improves' (reported)": (
+            f"{'yes' if end_gain > 0 else 'no'} ({end_gain:+.2f} ± {end_se:.2f} pp; one-sided z = {z_gain:+.2f}, "
+            f"p = {float(stats.norm.sf(z_gain)):.2g}); the sample cannot resolve Tab 3's gains: power "
+            f"{power_gain:.2f} to detect +{TAB3_GAIN_PP:g} pp at α = 0.05"),
+        "findings (reported, not claimed by Sec 3.3)": {
+            "specific (unpenalised pair keeps ≥ 1/2 of its coefficient at every epoch)":
+                f"{'yes' if kept.min() >= SPECIFIC else 'no'}: smallest share kept {kept.min():.3g} (epoch "
+                f"{int(np.argmin(kept)) + 1})",
+            "accuracy along the fine-tuning (≥ unpenalised − allowance at every epoch)":
+                f"{'yes' if np.all(gap <= tol) else 'no'}: largest shortfall {gap.max():+.2f} pp at epoch "
+                f"{worst_epoch} ({100 * acc[worst_epoch]:.1f} % vs {100 * acc_ref[worst_epoch]:.1f} %; allowed "
+                f"{tol[worst_epoch]:.2f})"},
         "θ_j per epoch (this arm)": [round(float(x), 3) for x in coef[:, 0]],
         f"other pair ({i2}, {j2}) θ per epoch, this arm / without the penalty": [
             [round(float(x), 3) for x in coef[:, 1]], [round(float(x), 3) for x in ref_coef[:, 1]]],
         "accuracy per epoch %, this arm / without the penalty": [
             [round(100 * float(x), 2) for x in acc], [round(100 * float(x), 2) for x in acc_ref]],
-        "E[f_i f_j] before → after": {"penalised": [float(r["penalised_moment"][0, 0]),
-                                                    float(r["penalised_moment"][-1, 0])],
-                                      "unpenalised": [float(r["unpenalised_moment"][0, 0]),
-                                                      float(r["unpenalised_moment"][-1, 0])]},
+        "E[f_i f_j] on the test set, before → after": {
+            "penalised": [float(r["penalised_moment"][0, 0]), float(r["penalised_moment"][-1, 0])],
+            "unpenalised": [float(r["unpenalised_moment"][0, 0]), float(r["unpenalised_moment"][-1, 0])]},
         "other pair's E[f f] after epoch 1 (penalised run)": float(r["penalised_moment"][1, 1]),
     }
     finding = None
-    if miss > 1 and not planted and not positive:
-        parts = []
-        if miss_coef > 1:
-            parts.append(f"θ_j only fell from {before:.3g} to {after:.3g} (ratio {ratio:.3g} > {COEF_RATIO:g})")
-        if miss_spec > 1:
-            parts.append(f"the cut is not specific: the unpenalised pair ({i2}, {j2}) keeps only {kept.min():.2f} of its "
-                         f"coefficient at epoch {int(np.argmin(kept)) + 1}")
-        if miss_acc > 1:
-            parts.append(f"accuracy falls {gap.max():.1f} pp below the unpenalised arm at epoch {worst_epoch} "
-                         f"({100 * acc[worst_epoch]:.1f} % vs {100 * acc_ref[worst_epoch]:.1f} %) before recovering to "
-                         f"{100 * (acc[-1] - acc_ref[-1]):+.2f} pp at the end")
-        finding = ("Sec 3.3 at the paper's weight 0.2 on our model: " + "; ".join(parts) + ". The penalty is met by "
-                   "shrinking every logit at once (E[f f] of the other pair falls too), not by cutting one dependency.")
-    return Result(measured=f"θ_j ratio {ratio:.3g}; other pair kept ≥ {kept.min():.2g}; worst Δacc {-gap.max():+.2f} pp",
-                  expected=f"≤ {COEF_RATIO:g}; ≥ {SPECIFIC:g}; ≥ −tol at every epoch", holds=bool(miss <= 1),
-                  miss=float(miss), details=details, finding=finding)
+    if not planted and not positive:
+        scale = _loss_scale(ctx.quick, ctx.seed, ctx.device, i, j)
+        details["loss terms at the start of the fine-tuning (f_baseline, training set)"] = scale
+        head = (f"Tab 3 {'holds' if miss <= 1 else 'does not hold'} at the paper's weight {REG_WEIGHT:g}: θ_j "
+                f"{before:.3g} → {after:.3g} (ratio {ratio:.3g}) and the accuracy after the fine-tuning is "
+                f"{end_gain:+.2f} ± {end_se:.2f} pp from the unpenalised arm (Tab 3's 'improves' not resolved: power "
+                f"{power_gain:.2f} to detect +{TAB3_GAIN_PP:g} pp).")
+        m_before, m_after = float(r["penalised_moment"][0, 1]), float(r["penalised_moment"][1, 1])
+        path = [f"the cut is {'' if kept.min() >= SPECIFIC else 'not '}specific (the unpenalised pair ({i2}, {j2}) "
+                f"keeps {kept.min():.2f} of its coefficient at epoch {int(np.argmin(kept)) + 1}, against the same "
+                f"epoch without the penalty)"]
+        if gap.max() > tol[worst_epoch]:
+            path.append(f"the accuracy falls {gap.max():.1f} pp below the unpenalised arm at epoch {worst_epoch} "
+                        f"({100 * acc[worst_epoch]:.1f} % vs {100 * acc_ref[worst_epoch]:.1f} %)"
+                        + (" before recovering" if miss_end <= 1 else ""))
+        path.append(f"the penalty starts at {scale['penalty / CE']:.0f}× the cross-entropy "
+                    f"({scale['penalty = weight·|E[f_i f_j]|']:.1f} vs {scale['cross-entropy']:.2f})")
+        if abs(m_after) < 0.1 * abs(m_before):
+            path.append(f"after one epoch the other pair's E[f f] has fallen from {m_before:.3g} to {m_after:.3g}: "
+                        "the penalty is met by shrinking every logit at once, not by cutting one dependency")
+        path = " Found here, not claimed by Sec 3.3: " + "; ".join(path) + "."
+        finding = head + path
+    return Result(measured=f"θ_j ratio {ratio:.3g}; end Δacc {end_gain:+.2f} pp",
+                  expected=f"≤ {COEF_RATIO:g}; ≥ −{tol[-1]:.2f} pp", holds=bool(miss <= 1), miss=float(miss),
+                  details=details, finding=finding)

@@ -211,7 +211,40 @@ def table1_metrics(ctx, planted, positive=False):
             smallest[d["names"][i]] = {k: (round(s[k], 4) if isinstance(s[k], float) else s[k])
                                        for k in ("reached", "support", "rel_err", "pos_acc", "rho")}
         extra["smallest support reaching rel err <= 0.3 (paper: 3-4 categories)"] = smallest
-    return _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}, pos acc >= {POS_RATIO}·ori", extra)
+        verdict, short = _few_suffice(smallest, d)
+        extra["Tab 1 verdict: '3–4 categories suffice' (Sec 2.1)"] = verdict
+    res = _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}, pos acc >= {POS_RATIO}·ori", extra)
+    if not planted and not positive and res.finding:
+        res.finding = f"{res.finding} {short}"
+    return res
+
+
+FEW_SUPPORT = 4  # ND Sec 2.1 on Tab 1: "a small number of other categories (3 or 4 in the illustrated cases)"
+
+
+def _few_suffice(smallest: dict, d: dict) -> tuple[str, str]:
+    """The verdict line of Tab 1's "3–4 categories suffice": does some tried category reach held-out rel err ≤ 0.30
+    (Table 1's worst) with ≤ 4 other categories on the exact CovLasso path? The paper's cases are chosen
+    illustrations, so the generous reading (any one of ours) is compared. Judged on an ImageNet folder (a line of its
+    own: the check's status stays on Table 1's columns); on the 17 photographs only reported."""
+    reached = {k: v["support"] for k, v in smallest.items() if v["reached"]}
+    fewest = min(reached.values()) if reached else None
+    holds = fewest is not None and fewest <= FEW_SUPPORT
+    if fewest is None:
+        best = min(smallest.items(), key=lambda kv: kv[1]["rel_err"])
+        measured = (f"no tried category reaches it ({len(smallest)} tried; best {best[0]}: rel err "
+                    f"{best[1]['rel_err']:.3f} with {best[1]['support']} categories)")
+    else:
+        name = min(reached, key=reached.get)
+        measured = (f"the fewest needed is {fewest} ({name}, rel err {smallest[name]['rel_err']:.3f}; "
+                    f"{len(smallest)} categor{'y' if len(smallest) == 1 else 'ies'} tried)")
+    status = (f"{'holds' if holds else 'does not hold'} (judged on the ImageNet folder)" if d["labels"] is not None
+              else f"{'would hold' if holds else 'does not hold'} here, reported, not judged: a demonstration on 17 "
+                   "photographs (held out by photograph; the categories are the most-predicted ones, not the paper's "
+                   "chosen cases)")
+    line = (f"{status}. Compared: the fewest other categories with which some tried category reaches held-out rel "
+            f"err ≤ {REL_ERR_MAX} on the exact CovLasso path, against the paper's {FEW_SUPPORT}; {measured}")
+    return line, f"Tab 1's '3–4 categories suffice' {'holds' if holds else 'does not hold'} here: {measured}."
 
 
 @check(
