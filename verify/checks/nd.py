@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sims.nd_models import kkt_floor, remark2_regimes
-from sims.spd import gram, lowrank_logits, second_moment_of_model, singular_logit_model, spd_with_condition
+from sims.spd import lowrank_logits, second_moment_of_model, singular_logit_model, spd_with_condition
 from sims.threads import single_threaded
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_cd, kkt_violation
@@ -51,7 +51,7 @@ def _random_problems(rng, count: int, nmax: int, kmax: float):
             rank = max(1, int(n * rng.uniform(0.2, 0.9)))
             noise = 10 ** rng.uniform(-5, -1)
             F = np.sqrt(scale) * (lowrank_logits(max(2 * n, 40), n, rank, noise, rng) + rng.standard_normal(n))
-            yield gram(F), F, F.mean(axis=0)
+            yield dep.second_moment(F), F, F.mean(axis=0)
 
 
 def _correlation_kappa(c: np.ndarray) -> float:
@@ -82,7 +82,7 @@ def _singular_cases(rng, count: int, planted: bool, worst: dict) -> dict:
         worst["singular: planted floors"] = max(worst["singular: planted floors"],
                                                 float(np.max(np.abs(R - truth / d))) / unit)
         F = (m + rng.standard_normal((4 * n + 20, W.shape[1]))) @ W.T
-        G = gram(F)
+        G = dep.second_moment(F)
         Rs = dep.error_floor(G - np.outer(F.mean(0), F.mean(0))) / np.diag(G) if planted else dep.relative_floor(G)
         unit_s = _correlation_kappa(G) * EPS
         for i in rng.choice(n, size=min(n, 3), replace=False):
@@ -97,6 +97,108 @@ def _singular_cases(rng, count: int, planted: bool, worst: dict) -> dict:
             worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"] = max(
                 worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"], excess)
     return {"singular covariances": count, "categories with floor 0 / > 0": [zeros, nonzeros]}
+
+
+def heterogeneous_floor_family(rng, k: int, kind: str):
+    """(C, root, label): a covariance whose categories' signal and offset scales differ by 6 decades
+    (issue 25 §1), built as a user builds it (``second_moment`` on the logits, or the population E[f fᵀ]).
+
+    ``kind`` = "offsets": N = n − k samples (k = 0: N = 5n) of f_j = a_j ξ_j + b_j, a_j and |b_j| = 10^U(−3, 3)
+    independently (a classifier's logits have per-category offsets): null space of dimension k. "sampled":
+    N = 5n samples of f = W h + b with p = n − 1 − k latents (k = 1: the issue's p = n − 2), rows of W and b
+    scaled by 10^U(−3, 3). "population": Cov = W Wᵀ + b bᵀ of the same model (rank p + 1 = n − k exactly).
+    ``root``: the logits F (Cov = FᵀF/N), or [W b]ᵀ for the population (Cov = rootᵀroot).
+    """
+    n = int(rng.integers(8, 31))
+    a = 10 ** rng.uniform(-3, 3, n)
+    b = 10 ** rng.uniform(-3, 3, n) * rng.choice([-1.0, 1.0], n)
+    if kind == "offsets":
+        N = n - k if k else 5 * n
+        F = rng.standard_normal((N, n)) * a + b
+        return dep.second_moment(F), F, f"offsets, N = {'n − ' + str(k) if k else '5n'}"
+    W = rng.standard_normal((n, n - 1 - k)) * a[:, None]
+    if kind == "sampled":
+        F = rng.standard_normal((5 * n, n - 1 - k)) @ W.T + b
+        return dep.second_moment(F), F, f"f = Wh + b, p = n − {1 + k}, N = 5n"
+    c = W @ W.T + np.outer(b, b)
+    return 0.5 * (c + c.T), np.column_stack([W, b]).T, f"population W Wᵀ + b bᵀ, p = n − {1 + k}"
+
+
+HETERO_KINDS = (("offsets", 1), ("offsets", 2), ("offsets", 3), ("offsets", 0), ("sampled", 1), ("sampled", 2),
+                ("population", 1), ("population", 2), ("population", 3), ("population", 0))
+
+
+def floor_excess(C: np.ndarray, R: np.ndarray, idx, covlasso_idx=(), root=None) -> float:
+    """max over i of (R_i − err_i(θ)/Cov_ii) in units of err's own rounding 10·n·ε·|ψ|ᵀ|K||ψ| (ψ_j = θ_j√(Cov_jj/Cov_ii),
+    K the correlation matrix), for θ = least squares of f_i on the others on a square root of Cov (here: from
+    eigh, negative rounding eigenvalues clipped; numpy's SVD lstsq) and, for ``covlasso_idx``, CovLasso at
+    ρ = 1e-12 (ND Eq 5), and least squares on ``root`` (a factor with Cov = rootᵀroot, e.g. the logits F/√N: the
+    regression of f_i on the other logits, ND Eq 2 at λ = 0). The floor is a minimum over θ (ND A28–A30): it may
+    not exceed what any θ achieves."""
+    n = C.shape[0]
+    d = np.diag(C)
+    s = np.sqrt(d)
+    K = C / np.outer(s, s)
+    w, U = np.linalg.eigh(K)
+    B = (U * np.sqrt(np.maximum(w, 0.0))).T  # K = BᵀB up to rounding
+    absK = np.abs(K)
+    worst = -np.inf
+    for i in idx:
+        i = int(i)
+        rest = np.delete(np.arange(n), i)
+        beta, *_ = np.linalg.lstsq(B[:, rest], B[:, i], rcond=None)
+        psi = np.zeros(n)
+        psi[i], psi[rest] = -1.0, beta
+        cands = [psi]
+        if root is not None:  # the regression on the logits themselves (Cov = rootᵀroot: root = F/√N, or [W b]ᵀ)
+            gamma, *_ = np.linalg.lstsq(root[:, rest], root[:, i], rcond=None)
+            q = np.zeros(n)
+            q[i], q[rest] = -1.0, gamma * s[rest] / s[i]
+            cands.append(q)
+        if i in covlasso_idx:
+            cands.append(covlasso(C, i, rho=1e-12) * s / s[i])
+        for p in cands:
+            err = dep.prediction_error(C, p * s[i] / s) / d[i]
+            rounding = 10 * n * EPS * float(np.abs(p) @ absK @ np.abs(p))
+            worst = max(worst, (R[i] - err) / rounding)
+    return float(worst)
+
+
+def _heterogeneous_cases(rng, count: int, planted: bool) -> dict:
+    """Issue 25 §1: the floor is never above the error of a θ the package itself produces (least squares on a square
+    root of Cov, CovLasso at ρ = 1e-12), on covariances with null spaces of dimension 0–3 and categories whose
+    signal and offset scales differ by 6 decades; nonzero floors of the full-rank ones against 50-digit mpmath."""
+    from sims.nd_models import mp_floors
+
+    excess, mp_units, zeros, cats, per, full_rank = -np.inf, 0.0, 0, 0, {}, 0
+    for t in range(count):
+        kind, k = HETERO_KINDS[t % len(HETERO_KINDS)]
+        C, root, label = heterogeneous_floor_family(rng, k, kind)
+        n = C.shape[0]
+        if planted and kind != "population":  # the centred R (np.corrcoef on the logits), judged on the uncentred C
+            mu = root.mean(0)
+            try:
+                R = dep.error_floor(C - np.outer(mu, mu)) / np.diag(C)
+            except ValueError:  # C − μμᵀ cancels to below rounding (offsets ≫ noise): not PSD, nothing to judge
+                continue
+        else:
+            R = dep.relative_floor(C)
+        sroot = root / np.sqrt(root.shape[0]) if kind != "population" else root
+        e = floor_excess(C, R, range(n), covlasso_idx=set(rng.choice(n, size=2, replace=False).tolist()), root=sroot)
+        excess = max(excess, e)
+        per[label] = max(per.get(label, -np.inf), e)
+        zeros += int((R == 0).sum())
+        cats += n
+        full_rank += k == 0
+        if k == 0 and full_rank % 4 == 1:  # full rank: every floor nonzero, against 50 digits (κε units)
+            ref = mp_floors(C, dps=50) / np.diag(C)
+            mp_units = max(mp_units, float(np.max(np.abs(R - ref) / ref)) / (_correlation_kappa(C) * EPS))
+    return {"excess": excess, "mp": mp_units,
+            "info": {"heterogeneous covariances (null dim 0–3, scales and offsets over 6 decades)": count,
+                     "categories with floor 0 / all": [zeros, cats],
+                     "max (R − err_i(θ)/Cov_ii) per family, rounding units (θ: lstsq on √Cov, CovLasso ρ = 1e-12)":
+                         {k: float(v) for k, v in per.items()},
+                     "full-rank floors vs 50-digit mpmath (κε units)": mp_units}}
 
 
 def _symbolic(sizes, planted, fn) -> dict:
@@ -159,8 +261,11 @@ def floor_closed_form(ctx, planted):
         eig = dep.error_floor_eigen(c)
         worst["eigen_A33"] = max(worst["eigen_A33"], float(np.max(np.abs(floor - eig) / eig)) / unit)
     sing = _singular_cases(rng, n_sing, planted, worst)
-    route = max(v for k, v in worst.items() if not k.startswith("singular: floor −"))
-    eq5 = worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"]
+    het = _heterogeneous_cases(ctx.rng("heterogeneous"), 20 if ctx.quick else 200, planted)
+    worst["heterogeneous: floor − err_i(θ) (rounding units)"] = het["excess"]
+    worst["heterogeneous full rank: vs mpmath"] = het["mp"]
+    route = max(v for k, v in worst.items() if not k.startswith(("singular: floor −", "heterogeneous: floor −")))
+    eq5 = max(worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"], het["excess"])
     sym_ok = all(symbolic.values())
     miss = max(route / KAPPA_UNITS, eq5, 0.0 if sym_ok else np.inf)
     return Result(
@@ -171,7 +276,7 @@ def floor_closed_form(ctx, planted):
                  "condition number range": [float(min(conds)), float(max(conds))],
                  "worst error per route (κε units; singular: κ_r·ε)": worst,
                  "relative gap to the LU-KKT floor (median, max)": [float(np.median(rel_gaps)), float(max(rel_gaps))],
-                 "numeric part alone, in tolerance units": max(route / KAPPA_UNITS, eq5), **sing,
+                 "numeric part alone, in tolerance units": max(route / KAPPA_UNITS, eq5), **sing, **het["info"],
                  "formula compared": "floor of the centred covariance" if planted else "1/(Cov⁻¹)_ii (error_floor)"},
     )
 
@@ -191,7 +296,7 @@ def lambda_max_check(ctx, planted):
     worst, kkt_worst, err_gap, examples = 0.0, 0.0, 0.0, []
     for t in range(count):
         n = int(rng.integers(3, 26))
-        c = gram(lowrank_logits(3 * n, n, max(1, n // 2), 0.1, rng)) if t % 2 else spd_with_condition(
+        c = dep.second_moment(lowrank_logits(3 * n, n, max(1, n // 2), 0.1, rng)) if t % 2 else spd_with_condition(
             n, 10 ** rng.uniform(0, 6), rng)
         i = int(rng.integers(n))
         claim = dep.lambda_max(c)[i] / (2.0 if planted else 1.0)
@@ -278,16 +383,21 @@ def relative_floor_check(ctx, planted):
     sing = {"singular: planted floors": 0.0, "singular: lstsq on sampled logits": 0.0,
             "singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)": 0.0}
     sing_info = _singular_cases(rng, 15 if ctx.quick else 40, planted, sing)
-    route = max(max(worst.values()), sing["singular: planted floors"], sing["singular: lstsq on sampled logits"])
+    het = _heterogeneous_cases(ctx.rng("heterogeneous"), 20 if ctx.quick else 100, planted)
+    sing["heterogeneous: floor − err_i(θ) (rounding units)"] = het["excess"]
+    sing["heterogeneous full rank: vs mpmath (κε units)"] = het["mp"]
+    route = max(max(worst.values()), sing["singular: planted floors"], sing["singular: lstsq on sampled logits"],
+                het["mp"])
     sym_ok = all(symbolic.values())
     miss = max(route / KAPPA_UNITS, path_gap / 1e-9, sing["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"],
+               het["excess"],
                r_range[1] - 1 if r_range[1] > 1 + 1e-12 else 0.0, 0.0 if sym_ok else np.inf)
     return Result(
         measured=route, expected=f"<= {KAPPA_UNITS:g} (κε units); path minimum = R", holds=bool(miss <= 1),
         miss=float(miss),
         details={"symbolic identities vanishing": f"{sum(symbolic.values())}/{len(symbolic)} (sizes {sizes})",
                  "matrices": count, "worst error per route (κε units)": worst, "singular cases (κ_r·ε units)": sing,
-                 **sing_info, "path minimum vs R (relative, A32)": path_gap,
+                 **sing_info, **het["info"], "path minimum vs R (relative, A32)": path_gap,
                  "numeric part alone, in tolerance units": max(route / KAPPA_UNITS, path_gap / 1e-9), "range of R over all categories": r_range},
     )
 

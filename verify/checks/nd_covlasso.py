@@ -55,26 +55,31 @@ def _thm_problems(rng, quick: bool):
     out = []
     for _ in range(k):
         out.append(("spd κ≤1e3", spd_with_condition(n, 10 ** rng.uniform(1, 3), rng)))
-        out.append(("low-rank+noise logits", gram(lowrank_logits(6 * n, n, n // 4, 0.1, rng))))
-        out.append(("massive-category model", gram(massive_category_logits(20 * n, n, (2 * n) // 3, rng, noise=0.05)[0])))
+        out.append(("low-rank+noise logits", dep.second_moment(lowrank_logits(6 * n, n, n // 4, 0.1, rng))))
+        out.append(("massive-category model", dep.second_moment(massive_category_logits(20 * n, n, (2 * n) // 3, rng, noise=0.05)[0])))
     return out
 
 
 # ---------------------------------------------------------------------------------------------- Thm 1
 MARKOV_RATIOS = (100, 10, 2)  # N_fit / n: the paper's regime (ImageNet: 1.28M images, n = 1000 → 1280) first
+CLAIM_RHO = 0.01  # Thm 1's "appropriate λ": λ = 0.01·λ_max(i), fixed before looking (near the floor, still sparse)
+CLAIM_EPS = 0.3  # Definition 1's "small ε", in units of the target logit's RMS √Cov_ii
+CLAIM_DELTA = 0.05  # Definition 1's "small δ"
 
 
 def _markov_cases(ctx, planted: bool, positive: bool) -> dict:
     """max over (category, λ, ε) of P(|θᵀf| ≥ ε) / bound with θ and E from a fitting sample and P on fresh samples
-    (in-sample for the positive control), for N_fit = r·n, r ∈ MARKOV_RATIOS."""
+    (in-sample for the positive control), for N_fit = r·n, r ∈ MARKOV_RATIOS; and Thm 1's claim itself: at
+    λ = CLAIM_RHO·λ_max(i), P(|f_i − Σ_{j≠i} θ_j f_j| ≥ CLAIM_EPS·√Cov_ii) / CLAIM_DELTA (Definition 1)."""
     rng = ctx.rng("logits")
     n, p, N_test = (40, 20, 8000) if ctx.quick else (200, 100, 20000)
     test, _, W = massive_category_logits(N_test, n, p, np.random.default_rng(rng.integers(2**63)), noise=0.05)
     out = {}
     for r in MARKOV_RATIOS:  # fitting samples of the same model (the same W)
         F, _, _ = massive_category_logits(r * n, n, p, np.random.default_rng(rng.integers(2**63)), noise=0.05, W=W)
-        c = gram(F)
+        c = dep.second_moment(F)
         worst, held, total, rows, e_ratio, eps_fail = 0.0, 0, 0, [], [], []
+        claim, claim_rows, support = 0.0, [], []
         for i in rng.choice(n, size=5, replace=False):
             i = int(i)
             for rho in (0.01, 0.1, 0.3):
@@ -82,7 +87,14 @@ def _markov_cases(ctx, planted: bool, positive: bool) -> dict:
                 z_fit = F @ th
                 E = float(np.mean(z_fit * z_fit))  # E[(θᵀf)²] on the fitting sample: the E Thm 1 is applied with
                 z = z_fit if positive else test @ th
-                e_ratio.append(float(np.mean(z * z)) / E)
+                if rho == CLAIM_RHO:  # Definition 1 for the CovLasso θ: |f_i − Σθ_j f_j| < ε with probability ≥ 1 − δ
+                    p_claim = float(np.mean(np.abs(z) >= CLAIM_EPS * np.sqrt(c[i, i])))
+                    claim = max(claim, p_claim / CLAIM_DELTA)
+                    support.append(int(np.count_nonzero(th)) - 1)
+                    if len(claim_rows) < 2:
+                        claim_rows.append({"i": i, "P(|θᵀf| ≥ ε)": p_claim, "E_fit/Cov_ii": E / c[i, i],
+                                           "nonzero θ_j (j ≠ i)": support[-1]})
+                e_ratio.append(float(np.mean(z * z)) / max(E, np.finfo(float).tiny))
                 eps = np.sqrt(E) * np.geomspace(0.2, 20, 25)
                 P = (np.abs(z)[:, None] >= eps[None, :]).mean(0)
                 bound = E / eps if planted else E / eps**2
@@ -98,20 +110,27 @@ def _markov_cases(ctx, planted: bool, positive: bool) -> dict:
         out[r] = {"max P/bound": worst, "share of (i, λ, ε) where the bound holds": held / total,
                   "ε where it fails (logit units; min, max)": [min(eps_fail), max(eps_fail)] if eps_fail else "none",
                   "E_fresh/E_fit (median, max)": [float(np.median(e_ratio)), float(np.max(e_ratio))],
-                  "examples at the worst ε": rows}
+                  "examples at the worst ε": rows,
+                  "Thm 1 claim: max P(|θᵀf| ≥ ε)/δ": claim, "Thm 1 claim examples": claim_rows,
+                  "support sizes at the claim's λ": support}
     return out
 
 
 @check(
-    "nd.markov_bound", equation="Thm 1 / Eq 3", kind="numeric",
-    tolerance="P_fresh(|θᵀf| ≥ ε)·ε²/E_fit ≤ 1 + 1e-12 for every ε, at N_fit = 100·n",
+    "nd.markov_bound", equation="Thm 1 / Eq 3, Definition 1", kind="numeric",
+    tolerance=f"Thm 1: P_fresh(|f_i − Σθ_j f_j| ≥ {CLAIM_EPS:g}·√Cov_ii) ≤ δ = {CLAIM_DELTA:g} for the CovLasso θ at "
+              f"λ = {CLAIM_RHO:g}·λ_max(i); Eq 3: P_fresh(|θᵀf| ≥ ε)·ε²/E_fit ≤ 1 + 1e-12 for every ε; at N_fit = 100·n",
     erratum="Eq 3 bounds P(|θᵀf| ≥ ε) by E[(θᵀf)²]/ε; Markov's inequality applied to (θᵀf)² gives E[(θᵀf)²]/ε² "
             "(so Thm 1 needs E ≤ ε²δ, not εδ). The printed /ε form is not scale-invariant (logits × s: the left side "
             "at ε·s is unchanged, E/ε grows by s) and, measured on our logits with θ and E from a fitting sample and "
             "P on fresh samples, it fails for ε below 1 logit unit (negative control).",
-    tolerance_reason="Thm 1 is used out of sample: θ*(λ) and E = E[(θᵀf)²] come from the data that define Cov, the "
-                     "probability is that of a fresh input. N_fit = 100·n is the paper's regime (ImageNet: N/n ≈ 1280) "
-                     "fixed before looking; 1e-12 absorbs rounding. N_fit/n = 10 and 2 are reported, not judged",
+    tolerance_reason="Thm 1 claims that the CovLasso θ satisfies Definition 1 (|f_i − Σθ_j f_j| < ε with probability "
+                     "> 1 − δ) for some small ε, δ and an appropriate λ: judged with ε = 0.3 of the target logit's RMS, "
+                     "δ = 0.05 and λ = 0.01·λ_max(i), all fixed before looking (θ = −e_i, no dependency, exceeds ε on "
+                     "~70 % of inputs). It is used out of sample: θ*(λ) and E = E[(θᵀf)²] come from the data that "
+                     "define Cov, the probability is that of a fresh input. Eq 3's Markov step must hold for every ε "
+                     "(1e-12 absorbs rounding). N_fit = 100·n is the paper's regime (ImageNet: N/n ≈ 1280) fixed before "
+                     "looking; N_fit/n = 10 and 2 are reported, not judged",
     negative_control="the paper's printed form P ≤ E/ε (Eq 3), same fitting and fresh samples, same ε grid",
     positive_control="the same comparison in sample (P on the fitting sample that defines E): Markov's inequality for "
                      "the empirical distribution, which holds by construction",
@@ -122,11 +141,15 @@ def markov_bound(ctx, planted, positive=False):
     cases = _markov_cases(ctx, planted, positive)
     main = cases[MARKOV_RATIOS[0]]
     worst = main["max P/bound"]
+    claim = main["Thm 1 claim: max P(|θᵀf| ≥ ε)/δ"]
     bound = "E/ε (Eq 3 as printed)" if planted else "E/ε² (Markov)"
+    miss = max(worst / (1 + 1e-12), claim)
     return Result(
-        measured=worst, expected="<= 1 (max over ε of P(|θᵀf| ≥ ε) / bound)", holds=bool(worst <= 1 + 1e-12),
-        miss=float(worst / (1 + 1e-12)),
+        measured=worst, expected="<= 1 (max over ε of P(|θᵀf| ≥ ε) / bound; Thm 1: P(|θᵀf| ≥ ε)/δ)",
+        holds=bool(miss <= 1), miss=float(miss),
         details={"bound": bound, "P measured on": "the fitting sample" if positive else "fresh samples",
+                 "Thm 1 claim (judged at N_fit = 100·n): max P(|f_i − Σθ_j f_j| ≥ ε)/δ": claim,
+                 "Definition 1 as judged": f"ε = {CLAIM_EPS:g}·√Cov_ii, δ = {CLAIM_DELTA:g}, λ = {CLAIM_RHO:g}·λ_max(i)",
                  **{f"N_fit = {r}·n{' (judged)' if r == MARKOV_RATIOS[0] else ' (reported)'}": v for r, v in cases.items()},
                  "model": "massive-category logits, noise 0.05; λ = ρ·λ_max, ρ ∈ {0.01, 0.1, 0.3}; ε ∈ √E_fit·[0.2, 20]"},
     )
@@ -147,7 +170,7 @@ def error_path_monotone(ctx, planted):
     rng = ctx.rng("cov")
     n, p = (50, 30) if ctx.quick else (200, 120)
     F, _, _ = massive_category_logits(20 * n, n, p, rng, noise=0.05)
-    c = gram(F)
+    c = dep.second_moment(F)
     floors = dep.error_floor(c)
     lmax_all = dep.lambda_max(c)
     worst_drop = worst_floor = worst_top = worst_cont = 0.0
@@ -211,11 +234,11 @@ def kkt_sparsity(ctx, planted):
             c = spd_with_condition(n, 10 ** rng.uniform(0, 6), rng, scale=10 ** rng.uniform(-2, 2))
         else:
             F = lowrank_logits(2 * n + 5, n, max(1, n // 5), 10 ** rng.uniform(-4, -1), rng)
-            c = gram(F)
+            c = dep.second_moment(F)
         if t >= count or t % 2:  # logits with this second moment: F = √n·Cov^{1/2} (n samples)
             w, Q = np.linalg.eigh(c)
             F = np.sqrt(n) * (Q * np.sqrt(np.maximum(w, 0))) @ Q.T
-        solve_on = gram(F.astype(np.float32).astype(np.float64)) if planted else c
+        solve_on = dep.second_moment(F.astype(np.float32).astype(np.float64)) if planted else c
         for i in rng.choice(n, size=3, replace=False):
             i = int(i)
             rest, C, b = _split(c, i)
@@ -337,6 +360,27 @@ def screening_rule(ctx, planted):
 
 
 # ---------------------------------------------------------------------------------------------- Sec 2.2
+def _offset_logits(rng, p: int, quick: bool) -> dict:
+    """Issue 25 §1's massive-category case: f = S W h + b with p = n − 2 latents, rows of W and the offsets b scaled
+    by 10^U(−3, 3), N = 5n logits through ``second_moment`` (rank p + 1 = n − 1: every floor is 0 in exact
+    arithmetic). Judged by the floor's definition as a minimum: R_i may not exceed err_i(θ)/Cov_ii of least squares
+    on the logits, on a square root of Cov, or CovLasso at ρ = 1e-12 (rounding units of err itself)."""
+    from verify.checks.nd import floor_excess
+
+    n = p + 2
+    worst, zeros, reps = -np.inf, 0, 6 if quick else 20
+    for _ in range(reps):
+        W = rng.standard_normal((n, p)) * 10 ** rng.uniform(-3, 3, n)[:, None]
+        b = 10 ** rng.uniform(-3, 3, n) * rng.choice([-1.0, 1.0], n)
+        F = rng.standard_normal((5 * n, p)) @ W.T + b
+        C = dep.second_moment(F)
+        R = dep.relative_floor(C)
+        zeros += int((R == 0).sum())
+        worst = max(worst, floor_excess(C, R, range(n), covlasso_idx={int(rng.integers(n))}, root=F / np.sqrt(5 * n)))
+    return {"draws": reps, "n": n, "categories with R = 0": f"{zeros}/{reps * n}",
+            "max (R − err_i(θ)/Cov_ii), rounding units": float(worst)}
+
+
 @check(
     "nd.massive_categories", equation="Sec 2.2, A30–A33", kind="sim",
     tolerance="n > p: R ≤ 1e-12; n ≤ p: mean R = (p−n+1)/p within 4 standard errors",
@@ -356,13 +400,14 @@ def massive_categories(ctx, planted, positive=False):
     # W draws per n/p ≤ 1: enough for a shift of the law by 1/p (an off-by-one in the residual dimension) to be
     # ≥ 10 se (measured ≈ 0.66·√reps se); n > p: R = 0 exactly whatever the draw, 3 draws
     reps_law = 300 if ctx.quick else 400
+    reps_vanish = 20 if ctx.quick else 30  # n > p: R = 0 exactly; a 1e-10 floor from a pivot-only Cholesky shows in ~1/10
     ratios = (0.25, 0.5, 0.75, 1.1, 2.0, 4.0) if ctx.quick else (0.25, 0.5, 0.75, 0.9, 1.1, 1.5, 2.0, 4.0)
     rows = {}
     worst_vanish = law_z = solver_rel = invariance = 0.0
-    for r in ratios:
-        n = max(2, int(round(r * p)))
+    for r in [*ratios, "p+1"]:
+        n = p + 1 if r == "p+1" else max(2, int(round(r * p)))
         means, res, maxR = [], [], 0.0
-        reps = reps_law if n <= p else 3
+        reps = reps_law if n <= p else reps_vanish
         for rep in range(reps):
             W = rng.standard_normal((n, p))
             S = 10 ** rng.uniform(-3, 3, n)  # heterogeneous logit scales
@@ -384,12 +429,12 @@ def massive_categories(ctx, planted, positive=False):
                     e = F[:, i] - F[:, rest] @ beta
                     res.append(float(e @ e / (F[:, i] @ F[:, i])))
                 if n > p:
-                    c = gram(F)
+                    c = dep.second_moment(F)
                     th = covlasso(c, 0, rho=1e-12)
                     solver_rel = max(solver_rel, dep.prediction_error(c, th) / c[0, 0])
         if n > p:
             worst_vanish = max(worst_vanish, max(res, default=0.0), maxR)
-        key = f"n/p={r:g} (n={n})"
+        key = f"n = p + 1 (n={n})" if r == "p+1" else f"n/p={r:g} (n={n})"
         if n <= p:
             law = (p - n) / p if planted else (p - n + 1) / p
             se = float(np.std(means, ddof=1) / np.sqrt(reps))
@@ -399,7 +444,9 @@ def massive_categories(ctx, planted, positive=False):
                          "median lstsq residual": float(np.median(res)) if res else None}
         else:
             rows[key] = {"max R": maxR, "max lstsq residual": max(res, default=None)}
-    miss = max(worst_vanish / 1e-12, law_z / 4.0, invariance / 1e-12)
+    offsets = {} if positive else _offset_logits(rng, p, ctx.quick)
+    excess = offsets.get("max (R − err_i(θ)/Cov_ii), rounding units", 0.0)
+    miss = max(worst_vanish / 1e-12, law_z / 4.0, invariance / 1e-12, excess)
     return Result(
         measured=law_z, expected="<= 4 (largest |mean R − law|/se, n ≤ p); R ≤ 1e-12 for n > p", holds=bool(miss <= 1),
         miss=float(miss),
@@ -407,7 +454,8 @@ def massive_categories(ctx, planted, positive=False):
                  "largest relative floor where n > p": worst_vanish,
                  "max |R(S W Wᵀ S) − R(W Wᵀ)|, S over 6 decades": invariance,
                  "CovLasso at ρ = 1e-12, n > p: err/Cov_ii": solver_rel, "p": p,
-                 "W draws per n/p": f"{reps_law} (n ≤ p), 3 (n > p)",
+                 "W draws per n/p": f"{reps_law} (n ≤ p), {reps_vanish} (n > p)",
+                 "f = W h + b, n = p + 2, N = 5n sampled logits (issue 25 §1)": offsets,
                  "law": "(p − n)/p (planted off-by-one)" if planted else "(p − n + 1)/p",
                  "model": "f = S W h, h ~ N(0, I_p), W Gaussian n×p, S = diag(10^U(−3,3)); R from the population Cov, "
                           "the least-squares residual from N = 2·max(n, p) sampled logits"},
@@ -428,7 +476,7 @@ def between_networks(ctx, planted):
     rng = ctx.rng("nets")
     n, p, N = (40, 25, 4000) if ctx.quick else (120, 80, 20000)
     F, G, y = two_networks(N, n, p, rng)
-    cov_f = gram(F)
+    cov_f = dep.second_moment(F)
     norm = N - 1 if planted else N
     cross = F.T @ G / norm
     worst_build = worst_kkt = worst_floor = worst_lmax = 0.0
@@ -436,7 +484,7 @@ def between_networks(ctx, planted):
     for i in rng.choice(n, size=4 if ctx.quick else 10, replace=False):
         i = int(i)
         Ft = mixed_logits(F, G, i)
-        ct = gram(Ft)
+        ct = gram(Ft)  # the reference: f̃'s Gram by a plain product, independent of second_moment
         cm = mixed_cov(cov_f, cross, float(G[:, i] @ G[:, i] / norm), i)
         worst_build = max(worst_build, float(np.abs(cm - ct).max() / np.abs(ct).max()))
         solve_on = cm  # what a user builds from the second moments alone
