@@ -112,8 +112,16 @@ COMPONENTS = ("conv3x3", "fc", "bn", "ln", "in", "gn")
 PAPER_CLAIM = {"conv3x3": "loses rank considerably", "fc": "loses rank considerably", "ln": "loses rank modestly",
                "in": "loses rank modestly", "gn": "loses rank modestly",
                "bn": "no strict-loss claim: 'may lose dimensions modestly' (Sec 4.1), a remission (Sec 4.3)"}
-#: controls: a planted loss (positive) and BatchNorm in inference mode at initialisation (negative)
+#: controls: a planted loss (positive) and BatchNorm after ``model.eval()`` (negative: frozen statistics make it a
+#: per-channel affine map, invertible, which must not be found to lose rank)
 CONTROLS = ("bottleneck1x1", "bn_eval")
+#: invertible reference maps run beside the components: they must never be found to lose rank (the comparison's
+#: noise floor is stated and checked on them): the identity, a Haar-orthogonal map of the C·hw² features (κ = 1)
+#: and a per-channel rescaling with log-uniform scales in [1/2, 2] (κ ≤ 4)
+REFERENCES = ("identity", "orthogonal", "rescale")
+#: the condition number up to which an invertible map is "rank kept": a component loses rank only when it loses a
+#: direction that no map of condition ≤ KAPPA_REF could have pushed below the threshold (see :func:`_loss_record`)
+KAPPA_REF = 4.0
 
 
 class ChannelBottleneck(nn.Module):
@@ -129,12 +137,43 @@ class ChannelBottleneck(nn.Module):
         return torch.einsum("oc,bchw->bohw", self.w.to(x.dtype), x)
 
 
+class ChannelScale(nn.Module):
+    """x_c ↦ s_c·x_c: an invertible per-channel rescaling (condition number max s / min s)."""
+
+    def __init__(self, scales: torch.Tensor):
+        super().__init__()
+        self.register_buffer("s", scales.reshape(1, -1, 1, 1))
+
+    def forward(self, x):
+        return x * self.s.to(x.dtype)
+
+
+class DenseMap(nn.Module):
+    """A fixed linear map of the flattened (C, hw, hw) features (e.g. Haar orthogonal)."""
+
+    def __init__(self, m: torch.Tensor, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+        self.register_buffer("m", m)
+
+    def forward(self, x):
+        return (x.reshape(x.shape[0], -1) @ self.m.to(x.dtype).T).reshape(x.shape[0], *self.shape)
+
+
+def rescale_scales(c: int, g: torch.Generator, kappa: float = KAPPA_REF) -> torch.Tensor:
+    """Per-channel scales log-uniform in [κ^−½, κ^½] (condition number ≤ κ), drawn from ``g``."""
+    return torch.exp((torch.rand(c, generator=g, dtype=torch.float64) - 0.5) * math.log(kappa))
+
+
 def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float64, device=None) -> nn.Module:
-    """One Fig 3 component (or a control of :data:`CONTROLS`) with random weights, on (B, C, hw, hw) features.
+    """One Fig 3 component (or a control of :data:`CONTROLS`, a reference of :data:`REFERENCES`) with random
+    weights, on (B, C, hw, hw) features.
 
     Normalisations have no affine parameters (γ = 1, β = 0) and use batch statistics (training mode);
-    GroupNorm uses C/4 groups. ``bn_eval``: BatchNorm in inference mode with its initial running statistics,
-    i.e. x/√(1 + 1e−5), the layer a pipeline measures after ``model.eval()`` on a fresh network.
+    GroupNorm uses C/4 groups. ``bn_eval``: BatchNorm with affine weights at trained-like values
+    (γ_c = exp(0.25·N(0, 1)), β_c ~ N(0, 0.1²)) in inference mode; :func:`structural_impetus` first runs a
+    calibration pass (training mode over the batch, momentum 0.1), so it is the layer a pipeline measures after
+    ``model.eval()``: (x − μ_run)/√(v_run + 1e−5)·γ + β, a per-channel affine map.
     """
     c, hw = _check_size(c, "c"), _check_size(hw, "hw")
     if name == "conv3x3":
@@ -152,10 +191,34 @@ def component(name: str, c: int, hw: int, g: torch.Generator, dtype=torch.float6
     elif name == "bottleneck1x1":
         m = ChannelBottleneck(c, g)
     elif name == "bn_eval":
-        m = nn.BatchNorm2d(c, affine=True, track_running_stats=True).eval()
+        m = nn.BatchNorm2d(c, affine=True, track_running_stats=True, momentum=0.1).to(torch.float64)
+        with torch.no_grad():
+            m.weight.copy_(torch.exp(0.25 * torch.randn(c, generator=g, dtype=torch.float64)))
+            m.bias.copy_(0.1 * torch.randn(c, generator=g, dtype=torch.float64))
+        m.eval()
+    elif name == "identity":
+        m = nn.Identity()
+    elif name == "orthogonal":
+        q, r = torch.linalg.qr(torch.randn(c * hw * hw, c * hw * hw, generator=g, dtype=torch.float64))
+        m = DenseMap(q * torch.sign(torch.diagonal(r)), (c, hw, hw))
+    elif name == "rescale":
+        m = ChannelScale(rescale_scales(c, g))
     else:
-        raise ValueError(f"component: one of {COMPONENTS + CONTROLS}, got {name!r}")
+        raise ValueError(f"component: one of {COMPONENTS + CONTROLS + REFERENCES}, got {name!r}")
     return m.to(device=device, dtype=dtype)
+
+
+def calibrate_(m: nn.Module, h: torch.Tensor, passes: int = 10) -> nn.Module:
+    """A calibration pass for a BatchNorm in inference mode: ``passes`` training-mode forwards over chunks of
+    ``h`` (running statistics with the module's momentum), then ``eval()``. Other modules are returned as they are."""
+    if isinstance(m, nn.BatchNorm2d) and m.track_running_stats:
+        m.train()
+        with torch.no_grad():
+            for chunk in torch.tensor_split(h, passes):
+                if chunk.shape[0] > 1:
+                    m(chunk)
+        m.eval()
+    return m
 
 
 # ----------------------------------------------------------------------------- cached experiments
@@ -180,28 +243,55 @@ def _pca_eigenvalues(y: torch.Tensor) -> np.ndarray:
     return (singular_values(yc)[:k] ** 2) / (b - 1)
 
 
-def _loss_record(before: np.ndarray, after: np.ndarray, eps: float) -> dict:
-    """Numerical ranks before/after and the margin of the weakest direction kept before, after the component:
-    (s_after[r_b − 1]/s_after[0])/ε, which is < 1 exactly when the component loses rank (RD Eq 4)."""
+def _loss_record(before: np.ndarray, after: np.ndarray, eps: float, factor: float = 1.0) -> dict:
+    """Numerical ranks before/after (RD Eq 4) and whether the component lost a direction beyond the noise floor.
+
+    ``before``, ``after``: descending singular values (``factor`` = κ) or PCA eigenvalues (``factor`` = κ²).
+    An invertible map A of condition κ keeps σ_i(AW)/σ_1(AW) ≥ (σ_i(W)/σ_1(W))/κ (Ostrowski), and the
+    eigenvalues of A Σ Aᵀ relative to the top one within 1/κ² of Σ's, so it can only remove the directions of
+    ``before`` that lie between ε and factor·ε: "floor" = Rank_ε(before) − Rank_{factor·ε}(before) is the most
+    rank such a map can lose. "margin" = (after[r_f − 1]/after[0])/ε with r_f = Rank_{factor·ε}(before): the
+    weakest direction that stood above the floor before, relative to the threshold after; < 1 exactly when the
+    component loses a direction no invertible map of condition ≤ κ could have lost. "margin_any" is the same
+    with factor 1 (any drop of Rank_ε counts, the comparison before issue 24)."""
     from theory.rank import rank_from_singular_values
 
+    before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     rb, ra = rank_from_singular_values(before, eps), rank_from_singular_values(after, eps)
-    top = float(after[0])
-    margin = float(after[rb - 1] / top / eps) if rb >= 1 and top > 0 else float("inf")
-    return {"before": rb, "after": ra, "margin": margin}
+    rf = int(np.sum(before >= factor * eps * before[0])) if before.size and before[0] > 0 else 0
+    top = float(after[0]) if after.size else 0.0
+
+    def margin(r):
+        if r < 1 or top <= 0:
+            return float("inf")
+        return float(after[r - 1] / top / eps) if r <= after.size else 0.0
+
+    return {"before": rb, "after": ra, "margin": margin(rf), "margin_any": margin(rb), "floor": rb - rf,
+            "kept_above_floor": rf}
+
+
+def judge(spectra: dict, name: str, eps_j: float, eps_p: float, kappa: float = KAPPA_REF) -> dict:
+    """Re-judge a component of :func:`structural_impetus` from its stored spectra at any ε and κ (no recompute):
+    ``{"jac": record, "pca": record, "miss": min of the two margins}`` (miss < 1: the component loses rank)."""
+    jac = _loss_record(spectra["before"]["jac"], spectra[name]["jac"], eps_j, kappa)
+    pca = _loss_record(spectra["before"]["pca"], spectra[name]["pca"], eps_p, kappa ** 2)
+    return {"jac": jac, "pca": pca, "miss": min(jac["margin"], pca["margin"])}
 
 
 def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, seed: int = 0,
-                       components=COMPONENTS, device: str = "cpu") -> dict:
+                       components=COMPONENTS, device: str = "cpu", input_law: str = "gaussian") -> dict:
     """RD Fig 3 / Thm 3: PCA dimension and Jacobian rank before and after each component.
 
-    Gaussian inputs (batch, C, hw, hw); a random FC layer of C·hw² units first ("we plug those components
-    into a simple fully-connected layer", Sec 4.3), then the component. PCA dimension: eigenvalues of the
-    feature covariance ≥ 1.19e−7 × N × λ_max, N = min(batch − 1, C·hw²) (Sec 4.3). Jacobian rank: of
-    J_comp(h_0)·W_fc for sample 0, the other ``jac_batch − 1`` samples held fixed (BatchNorm couples them),
-    float32 rule. Returns per component ``{name: {"jac": record, "pca": record}}`` (see :func:`_loss_record`),
-    plus "pca_input", "ambient". Weights and inputs are drawn on the CPU, so every ``device`` computes the same
-    numbers up to roundoff. Cached on disk.
+    Inputs (batch, C, hw, hw) with iid entries (``input_law``: "gaussian" as in the paper, or "uniform" ±√3,
+    for the sensitivity table); a random FC layer of C·hw² units first ("we plug those components into a simple
+    fully-connected layer", Sec 4.3), then the component. PCA dimension: eigenvalues of the feature covariance
+    ≥ 1.19e−7 × N × λ_max, N = min(batch − 1, C·hw²) (Sec 4.3). Jacobian rank: of J_comp(h_0)·W_fc for sample
+    0, the other ``jac_batch − 1`` samples held fixed (BatchNorm couples them), float32 rule. Returns per
+    component ``{name: {"jac": record, "pca": record}}`` (see :func:`_loss_record`, judged at
+    :data:`KAPPA_REF`), "pca_input", "ambient", "pca_fresh_batch" (the PCA dimension of the FC features on an
+    independent batch: the sampling noise of that number), and "spectra" (descending singular values /
+    eigenvalues before and after each component, for :func:`judge`). Weights and inputs are drawn on the CPU,
+    so every ``device`` computes the same numbers up to roundoff. Cached on disk.
     """
     from sims.cache import cached
     from sims.jacobian import singular_values, subnetwork_jacobians
@@ -212,20 +302,30 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
     seed = _check_seed(seed)
     if jac_batch > batch or batch < 2:
         raise ValueError(f"batch: need batch >= 2 and jac_batch <= batch, got {batch}, {jac_batch}")
+    if input_law not in ("gaussian", "uniform"):
+        raise ValueError(f"input_law: 'gaussian' or 'uniform', got {input_law!r}")
     comps = [str(c) for c in components]
     for c in comps:
-        if c not in COMPONENTS + CONTROLS:
-            raise ValueError(f"components: unknown {c!r}; one of {COMPONENTS + CONTROLS}")
+        if c not in COMPONENTS + CONTROLS + REFERENCES:
+            raise ValueError(f"components: unknown {c!r}; one of {COMPONENTS + CONTROLS + REFERENCES}")
     n = channels * hw * hw
-    params = {"version": 3, "C": channels, "B": batch, "BJ": jac_batch, "hw": hw, "seed": seed, "components": comps}
+    params = {"version": 4, "C": channels, "B": batch, "BJ": jac_batch, "hw": hw, "seed": seed, "components": comps}
+    if input_law != "gaussian":
+        params["input_law"] = input_law
     if str(device) != "cpu":
         params["device"] = str(device)
+
+    def draw_inputs(g):
+        x = torch.randn(batch, channels, hw, hw, generator=g, dtype=torch.float64)
+        if input_law == "uniform":
+            x = (torch.rand(batch, channels, hw, hw, generator=g, dtype=torch.float64) - 0.5) * math.sqrt(12.0)
+        return x
 
     def compute():
         import json
 
         g = torch.Generator().manual_seed(seed)
-        x = torch.randn(batch, channels, hw, hw, generator=g, dtype=torch.float64)
+        x = draw_inputs(g)
         fc = component("fc", channels, hw, g)
         with torch.no_grad():
             h = fc(x)
@@ -237,17 +337,28 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
         sv_before = singular_values(w)
         pca_before = _pca_eigenvalues(h_dev)
         lam_x = _pca_eigenvalues(x.to(dev))
-        out = {"ambient": n, "eps_jacobian": eps_j, "eps_pca": eps_p, "pca_input": int((lam_x >= eps_p * lam_x[0]).sum())}
+        out = {"ambient": n, "eps_jacobian": eps_j, "eps_pca": eps_p, "kappa_ref": KAPPA_REF,
+               "pca_input": int((lam_x >= eps_p * lam_x[0]).sum())}
+        arrays = {"before_jac": sv_before, "before_pca": pca_before}
         for name in comps:
-            comp = component(name, channels, hw, g, device=dev)
+            comp = calibrate_(component(name, channels, hw, g, device=dev), h_dev)
             with torch.no_grad():
                 y = comp(h_dev)
-            # only BatchNorm (batch statistics) couples the samples; the others are per-sample maps, whose Jacobian
-            # needs no other sample in the batch (identical numbers, jac_batch times less work)
+            # only BatchNorm with batch statistics couples the samples; the others are per-sample maps, whose
+            # Jacobian needs no other sample in the batch (identical numbers, jac_batch times less work)
             jc = subnetwork_jacobians([comp], h_dev[:jac_batch if name == "bn" else 1], chunk_size=1024)[0]
-            out[name] = {"jac": _loss_record(sv_before, singular_values(jc @ w), eps_j),
-                         "pca": _loss_record(pca_before, _pca_eigenvalues(y), eps_p)}
-        return {"json": np.array(json.dumps(out))}
+            arrays[f"{name}_jac"], arrays[f"{name}_pca"] = singular_values(jc @ w), _pca_eigenvalues(y)
+            out[name] = {"jac": _loss_record(sv_before, arrays[f"{name}_jac"], eps_j, KAPPA_REF),
+                         "pca": _loss_record(pca_before, arrays[f"{name}_pca"], eps_p, KAPPA_REF ** 2)}
+            if name in ("rescale", "bn_eval"):  # the per-channel factor of these affine maps: its condition number
+                f = (comp.s.flatten() if name == "rescale" else comp.weight / torch.sqrt(comp.running_var + comp.eps)).detach()
+                out[name]["kappa"] = float(f.abs().max() / f.abs().min())
+        g_fresh = torch.Generator().manual_seed(10_000 + seed)  # an independent batch through the same FC
+        with torch.no_grad():
+            lam_f = _pca_eigenvalues(fc(draw_inputs(g_fresh)).to(dev))
+        out["pca_fresh_batch"] = int((lam_f >= eps_p * lam_f[0]).sum())
+        return {"json": np.array(json.dumps(out)), **{f"spec_{k}": np.asarray(v, dtype=np.float64)
+                                                      for k, v in arrays.items()}}
 
     def compute_single_thread():
         from sims.jacobian import single_threaded
@@ -257,11 +368,16 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
 
     import json
 
-    return json.loads(str(cached("rd_structural", params, compute_single_thread)["json"]))
+    raw = cached("rd_structural", params, compute_single_thread)
+    d = json.loads(str(raw["json"]))
+    d["spectra"] = {"before": {"jac": np.asarray(raw["spec_before_jac"]), "pca": np.asarray(raw["spec_before_pca"])}}
+    for name in comps:
+        d["spectra"][name] = {"jac": np.asarray(raw[f"spec_{name}_jac"]), "pca": np.asarray(raw[f"spec_{name}_pca"])}
+    return d
 
 
 def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, orthogonal: bool = False,
-                seed: int = 0) -> dict:
+                seed: int = 0, init: str = "gaussian", input_law: str = "gaussian", eps_scale: float = 1.0) -> dict:
     """RD Fig 1 d–f: ranks of J_{F_L} = W_L ⋯ W_1 and PCA dimensions of F_L(x) for a linear MLP.
 
     ``depth`` dense layers n → n with N(0, 1/n) weights (``orthogonal=True``: Haar orthogonal weights,
@@ -269,6 +385,11 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
     values/eigenvalues in float64. Ranks with the float32 rule ε = 1.19e−7 × n (Jacobian: σ_k ≥ ε σ_1;
     features: λ_k ≥ ε λ_max of the covariance). Stop rule of Sec 4.3: a draw stops when max|J_L| < 1.19e−7.
     Returns arrays (draws, len(depths)) with −1 after a stop.
+
+    For the sensitivity table: ``init`` "gaussian" (N(0, 1/n), variance preserving, the default), "standard"
+    (N(0, 1), Thm 5's literal condition: the float32 product overflows near L = 88/(½(log 2 + ψ(n/2))), which also
+    stops a draw) or "uniform" (U(±1/√n), PyTorch's nn.Linear default: the product shrinks by √3 per layer until
+    the stop rule fires); ``input_law`` "gaussian" or "uniform" (±√3); ``eps_scale`` multiplies the float32-rule ε.
     """
     from sims.cache import cached
     from theory.rank import FLOAT32_EPS, float32_eps_rule, rank_from_singular_values
@@ -281,11 +402,18 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
     ds = list(range(1, depth + 1)) if depths is None else [_check_size(d, "depths[i]") for d in depths]
     if any(d > depth for d in ds) or sorted(set(ds)) != ds:
         raise ValueError(f"depths: must be increasing and <= depth = {depth}, got {depths!r}")
+    if init not in ("gaussian", "standard", "uniform") or input_law not in ("gaussian", "uniform"):
+        raise ValueError(f"init: gaussian/standard/uniform, input_law: gaussian/uniform; got {init!r}, {input_law!r}")
+    if not (isinstance(eps_scale, (int, float)) and math.isfinite(eps_scale) and eps_scale > 0):
+        raise ValueError(f"eps_scale: a positive number, got {eps_scale!r}")
     params = {"version": 6, "n": n, "depth": depth, "draws": draws, "samples": samples, "depths": ds,
               "orthogonal": orthogonal, "seed": seed}
+    for k, v, default in (("init", init, "gaussian"), ("input_law", input_law, "gaussian"), ("eps_scale", eps_scale, 1.0)):
+        if v != default:
+            params[k] = v
 
     def compute():
-        eps = float32_eps_rule(n)
+        eps = float32_eps_rule(n) * float(eps_scale)
         jr = -np.ones((draws, len(ds)), dtype=np.int64)
         fr = -np.ones((draws, len(ds)), dtype=np.int64)
         maxabs = np.zeros((draws, len(ds)))
@@ -294,15 +422,22 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
             # numpy only (float32 sgemm): mixing torch's OpenMP pool with OpenBLAS stalls on a busy machine
             rng = np.random.default_rng([seed, dr])
             x = rng.standard_normal((samples, n), dtype=np.float32)
+            if input_law == "uniform":
+                x = ((rng.random((samples, n), dtype=np.float32) - np.float32(0.5)) * np.float32(np.sqrt(12.0)))
             j = np.eye(n, dtype=np.float32)
             for layer in range(1, depth + 1):
                 if orthogonal:
                     q, r = np.linalg.qr(rng.standard_normal((n, n)))
                     w = (q * np.sign(np.diag(r))).astype(np.float32)
+                elif init == "uniform":
+                    w = (rng.random((n, n), dtype=np.float32) * np.float32(2.0) - np.float32(1.0)) / np.float32(np.sqrt(n))
+                elif init == "standard":
+                    w = rng.standard_normal((n, n), dtype=np.float32)
                 else:
                     w = rng.standard_normal((n, n), dtype=np.float32) / np.float32(np.sqrt(n))
-                j = w @ j
-                if float(np.abs(j).max()) < FLOAT32_EPS:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    j = w @ j
+                if not np.isfinite(j).all() or float(np.abs(j).max()) < FLOAT32_EPS:  # float32 over/underflow
                     stop[dr] = layer
                     break
                 if layer in ds:
@@ -318,6 +453,7 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                     # its eigenvalues in float64
                     xc = x @ j.T
                     xc -= xc.mean(0)
+                    xc /= max(float(np.abs(xc).max()), np.finfo(np.float32).tiny)  # no float32 overflow in the Gram
                     lam = np.clip(np.linalg.eigvalsh((xc.T @ xc).astype(np.float64) / (samples - 1)), 0, None)
                     fr[dr, c] = rank_from_singular_values(lam, eps)
                     maxabs[dr, c] = float(np.abs(j).max())

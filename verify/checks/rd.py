@@ -249,80 +249,157 @@ def _monotone_depth(ctx, planted, positive):
 
 # ----------------------------------------------------------------------------- Thm 3 / Fig 3
 
-def _component_miss(rec):
-    """A component loses rank when either number falls: miss = the smaller margin (< 1 exactly when it does)."""
-    return min(rec["jac"]["margin"], rec["pca"]["margin"])
+#: the components Fig 3's caption says lose rank (BN is reported apart: a remission in Sec 4.3)
+SI_JUDGED = ("conv3x3", "fc", "ln", "in", "gn")
+
+
+def _si_verdicts(d, eps_scale=1.0, kappa=nets.KAPPA_REF, names=None):
+    """Per component: miss (< 1: loses rank beyond the noise floor of maps of condition ≤ κ) from stored spectra."""
+    names = names or [k for k in d["spectra"] if k != "before"]
+    return {k: nets.judge(d["spectra"], k, eps_scale * d["eps_jacobian"], eps_scale * d["eps_pca"], kappa)["miss"]
+            for k in names}
+
+
+def _si_row(v, names):
+    """'conv3x3 L, fc L, …' (L: loses rank, K: keeps it) and whether every judged component loses."""
+    text = ", ".join(f"{k} {'L' if v[k] <= 1 else 'K'}" for k in names if k in v)
+    return text, all(v[k] <= 1 for k in SI_JUDGED if k in v)
+
+
+def _si_sensitivity(d, st, seed):
+    """Re-judge Fig 3 with each open modelling choice moved (measured, never assumed): ε (and the comparison's κ,
+    reported but not counted) from the stored spectra at the run's size; input law, batch below the ambient
+    dimension (the paper's B/n = 5000/8192) and channel count by re-running at small sizes (cached). Returns
+    (rows, survives_all) where survives_all covers the paper's open choices only."""
+    names = list(SI_JUDGED) + ["bn", "rescale"]
+    rows, ok = {}, True
+    size = f"C = {st['channels']}, B = {st['batch']}"
+    for kap in (1.0, 2.0, 16.0):  # the comparison's own choice, not the paper's: reported, not in "survives"
+        t, s = _si_row(_si_verdicts(d, kappa=kap, names=names), names)
+        rows[f"comparison: noise floor κ = {kap:g} (ours {nets.KAPPA_REF:g}; {size}; not a choice of the paper, "
+             "not counted in 'survives')"] = f"{t} → five lose: {s}"
+    for es in (0.1, 10.0):
+        t, s = _si_row(_si_verdicts(d, eps_scale=es, names=names), names)
+        rows[f"ε = {es:g} × float32 rule (paper: 1 ×; {size})"] = f"{t} → five lose: {s}"
+        ok &= s
+    comps = list(nets.COMPONENTS) + ["rescale"]
+    small = [("input law uniform ±√3 (paper: Gaussian)", dict(channels=4, batch=800, input_law="uniform")),
+             ("batch below the ambient dimension, B/n = 0.6 as the paper's 5000/8192", dict(channels=4, batch=156)),
+             ("channel count C = 8 (paper 128; larger runs in docs/rd.md)", dict(channels=8, batch=2000))]
+    for label, kw in small:
+        e = nets.structural_impetus(kw["channels"], kw["batch"], 8, seed=seed, components=comps,
+                                    input_law=kw.get("input_law", "gaussian"))
+        t, s = _si_row(_si_verdicts(e, names=names), names)
+        rows[f"{label} (C = {kw['channels']}, B = {kw['batch']})"] = f"{t} → five lose: {s}"
+        ok &= s
+    return rows, ok
 
 
 @check(
     "rd.structural_impetus", equation="Thm 3, Fig 3", kind="sim",
-    tolerance="each component the paper says loses rank (conv 3×3, FC, LN, IN, GN): Jacobian rank or PCA dimension "
-              "after < before",
+    tolerance="each component the paper says loses rank (conv 3×3, FC, LN, IN, GN) loses a direction, in Jacobian "
+              "rank or PCA dimension, that no invertible map of condition ≤ 4 could have lost",
     figures=("rd.fig3_structural",),
     tolerance_reason="Fig 3's caption and Sec 4.3: 'convolution and FC layers tend to lose rank considerably; "
                      "normalization layers, like IN, LN, and GN, lose rank modestly. But none can preserve rank' — "
-                     "a strict loss, in either measure, for each of these (float32 rule of Sec 4.3 on both). The "
-                     "miss of a component is (s_after[r_b]/s_after[1])/ε for the weaker of the two measures: the "
-                     "weakest direction that was kept before, relative to the threshold after (< 1 exactly when it "
-                     "is lost). BatchNorm is judged apart: Sec 4.1 says it 'may' lose dimensions and Sec 4.3 cites "
-                     "it as a remission, so BN preserving rank is reported, not counted against the paper. "
-                     "'Considerably' and 'modestly' have no threshold in the paper: the sizes are reported",
-    negative_control="bug: Fig 3's BatchNorm measured after model.eval() on a fresh network (running statistics at "
-                     "their initial values): BN is then x/√(1+1e−5), a bijection, and must not be found to lose rank",
+                     "a strict loss, in either measure (float32 rule of Sec 4.3 on both). Numerical rank is not "
+                     "invariant under invertible maps: a map A of condition κ keeps σ_i(AW)/σ_1(AW) within a factor κ "
+                     "of σ_i(W)/σ_1(W), so it can push below ε·σ_1 the directions that lay between ε and κε before "
+                     "(eigenvalues: between ε and κ²ε). That band is the noise floor (stated per run; measured on the "
+                     "identity, a Haar-orthogonal map and a per-channel rescaling, which must all keep rank, else the "
+                     "check raises). A component loses rank when a direction that stood above κε before ends below ε "
+                     "after: miss = (s_after[r]/s_after[1])/ε with r = Rank_{κε}(before), for the weaker of the two "
+                     "measures (< 1 exactly when it loses). κ = 4 covers the invertible parts of the normalisations "
+                     "(per-channel or per-sample 1/σ factors, measured condition ≤ 1.5) and trained-like affine "
+                     "weights. BatchNorm is judged apart: Sec 4.1 says it 'may' lose dimensions and Sec 4.3 cites it "
+                     "as a remission, so BN keeping rank is reported, not counted against the paper. 'Considerably' "
+                     "and 'modestly' have no threshold in the paper: the sizes are reported",
+    negative_control="bug: Fig 3's BatchNorm measured after model.eval() (a calibration pass over the batch, "
+                     "trained-like affine weights γ = exp(0.25·N(0,1))): the layer is then a per-channel affine map, "
+                     "invertible, and must not be found to lose rank. Under the comparison before issue 24 (any drop "
+                     "of Rank_ε counts) it was found to lose rank (PCA dimension 1006 → 1004 at C = 16)",
     positive_control="a 1×1 convolution whose C×C weight has rank ⌈C/2⌉ (a planted channel bottleneck) must be found "
                      "to lose rank",
 )
 def structural_impetus(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["si"]
-    comps = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(nets.COMPONENTS)
+    comps = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(nets.COMPONENTS) + list(nets.REFERENCES)
     d = nets.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=ctx.seed, components=comps)
     amb = int(d["ambient"])
-    lines, misses = {}, {}
+    misses = _si_verdicts(d, names=comps)
+    broken = [k for k in comps if k in nets.REFERENCES and misses[k] <= 1]
+    if broken:
+        raise RuntimeError(f"invertible reference map(s) {broken} found to lose rank: the comparison is broken")
+    lines = {}
     for name in comps:
         rec = d[name]
-        misses[name] = _component_miss(rec)
         lost = misses[name] <= 1
         jl, pl = rec["jac"]["before"] - rec["jac"]["after"], rec["pca"]["before"] - rec["pca"]["after"]
-        claim = nets.PAPER_CLAIM.get(name, "control")
-        verdict = ("loses rank" if lost else "preserves rank")
+        claim = nets.PAPER_CLAIM.get(name, "reference (invertible)" if name in nets.REFERENCES else "control")
+        verdict = ("loses rank" if lost else "keeps rank (within the noise floor)")
         if name == "bn":
             verdict += " — consistent with the paper (no strict-loss claim for BN; a remission in Sec 4.3)" if not lost \
                 else " — the paper makes no strict-loss claim for BN"
         elif name in nets.PAPER_CLAIM:
             verdict += " — as the paper says" if lost else " — CONTRADICTS the paper"
+        kap = f"; condition number {rec['kappa']:.3g}" if "kappa" in rec else ""
         lines[name] = (f"{claim}: {verdict}. Jacobian rank {rec['jac']['before']} → {rec['jac']['after']} "
                        f"({100 * jl / amb:.2g}% of {amb}); PCA dim {rec['pca']['before']} → {rec['pca']['after']} "
-                       f"({100 * pl / amb:.2g}%); miss {misses[name]:.3g}")
-    judged = [k for k in comps if k != "bn"]
+                       f"({100 * pl / amb:.2g}%); miss {misses[name]:.3g} (Jacobian {rec['jac']['margin']:.3g}, PCA "
+                       f"{rec['pca']['margin']:.3g}; any-drop rule: {min(rec['jac']['margin_any'], rec['pca']['margin_any']):.3g}){kap}")
+    judged = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(SI_JUDGED)
     miss = max(misses[k] for k in judged)
+    first = d[comps[0]]
+    details = {"per component": lines, "input PCA dim": int(d["pca_input"]), "ambient dim": amb,
+               "ε (Jacobian, PCA)": [d["eps_jacobian"], d["eps_pca"]],
+               "noise floor": {
+                   "κ": nets.KAPPA_REF,
+                   "Jacobian: Rank_ε(W) − Rank_{κε}(W) (the most an invertible map of condition ≤ κ can lose)":
+                       first["jac"]["floor"],
+                   "PCA: dim_ε − dim_{κ²ε} of the FC features": first["pca"]["floor"]},
+               "setting": f"Gaussian inputs {st['channels']}×8×8 (the paper: 128×8×8; 128 channels take ~70 "
+                          "CPU-minutes, far beyond the run's budget of about a minute on one core: docs/rd.md has "
+                          f"one-off runs at C = 128), random FC of {st['channels'] * 64} units first (paper: 8192), "
+                          f"batch {st['batch']} for PCA (paper 5000), Jacobian of sample 0 within a batch of "
+                          f"{st['jac_batch']}; float32 rule ε = 1.19e−7 × N (Sec 4.3); normalisations without affine "
+                          "parameters, with batch statistics; GN with C/4 groups"}
     finding = None
     if not (planted or positive):
+        ref = {k: {"Jacobian rank change": d[k]["jac"]["before"] - d[k]["jac"]["after"],
+                   "PCA dim change": d[k]["pca"]["before"] - d[k]["pca"]["after"],
+                   "miss (must be > 1)": _fmt(misses[k], 3)} for k in nets.REFERENCES}
+        details["noise floor"]["measured on invertible maps (rank lost before → after)"] = ref
+        details["noise floor"]["PCA dim sampling noise: |dim(this batch) − dim(an independent batch)|"] = \
+            abs(int(d["pca_fresh_batch"]) - int(first["pca"]["before"]))
+        sens, survives = _si_sensitivity(d, st, ctx.seed)
+        details["sensitivity"] = sens
         sizes = {k: (d[k]["jac"]["before"] - d[k]["jac"]["after"], d[k]["pca"]["before"] - d[k]["pca"]["after"])
-                 for k in comps}
+                 for k in nets.COMPONENTS}
         lin, norm = ("conv3x3", "fc"), ("ln", "in", "gn")
         finding = ("Per component (C = {c}, Jacobian loss / PCA loss in dimensions): ".format(c=st["channels"])
-                   + "; ".join(f"{k} {sizes[k][0]} / {sizes[k][1]}" for k in comps)
+                   + "; ".join(f"{k} {sizes[k][0]} / {sizes[k][1]}" for k in nets.COMPONENTS)
+                   + f"; an invertible per-channel rescaling (κ ≤ 4) {d['rescale']['jac']['before'] - d['rescale']['jac']['after']}"
+                   f" / {d['rescale']['pca']['before'] - d['rescale']['pca']['after']}, within the noise floor "
+                   f"{first['jac']['floor']} / {first['pca']['floor']}. "
+                   + ("Every component the caption names loses rank beyond the floor" if miss <= 1
+                      else "Not every component the caption names loses rank beyond the floor")
+                   + (" and this survives every modelling choice re-run (sensitivity)" if survives else
+                      " in this regime, but not under every modelling choice re-run (details: sensitivity): a finding "
+                      "about the choices, not the paper")
                    + ". 'Considerably' (conv, FC) vs 'modestly' (LN, IN, GN): "
                    + ("holds in the PCA dimension" if min(sizes[k][1] for k in lin) > max(sizes[k][1] for k in norm)
                       else "does not hold in the PCA dimension")
                    + " and " + ("holds" if min(sizes[k][0] for k in lin) > max(sizes[k][0] for k in norm)
                                 else "does not hold") + " in the Jacobian rank (the normalisations lose exactly 2 "
                    "per normalised group: LN 2, GN 2G, IN 2C). BatchNorm with batch statistics "
-                   + ("preserves both numbers" if misses["bn"] > 1 else "loses rank")
+                   + ("keeps rank" if misses["bn"] > 1 else "loses rank")
                    + " (a per-channel affine map of each sample up to O(1/B) coupling), as the paper's remission "
                      "remark leads one to expect. PCA dimension can rise after IN/GN: a nonlinear map can raise the "
                      "linear dimension of a sample, so PCA dimension is not an intrinsic dimension.")
     return Result(
-        measured={k: _fmt(v, 3) for k, v in misses.items()}, expected="miss ≤ 1 for conv3x3, fc, ln, in, gn",
-        holds=bool(miss <= 1), miss=float(miss), finding=finding,
-        details={"per component": lines, "input PCA dim": int(d["pca_input"]), "ambient dim": amb,
-                 "ε (Jacobian, PCA)": [d["eps_jacobian"], d["eps_pca"]],
-                 "setting": f"Gaussian inputs {st['channels']}×8×8 (the paper: 128×8×8; 128 does not fit the run's "
-                            "budget on 2 cores, docs/rd.md has a 128-channel run), random FC of "
-                            f"{st['channels'] * 64} units first (paper: 8192), batch {st['batch']} for PCA (paper "
-                            f"5000), Jacobian of sample 0 within a batch of {st['jac_batch']}; float32 rule "
-                            "ε = 1.19e−7 × N (Sec 4.3); normalisations without affine parameters, with batch "
-                            "statistics; GN with C/4 groups"},
+        measured={k: _fmt(misses[k], 3) for k in comps if k not in nets.REFERENCES},
+        expected="miss ≤ 1 for " + ", ".join(judged), holds=bool(miss <= 1), miss=float(miss), finding=finding,
+        details=details,
     )
 
 

@@ -151,6 +151,58 @@ THM4_ERRATUM = (
     "verifies the corrected form on laws that satisfy it.")
 
 
+def _benettin_numpy(draw, n, L, rng):
+    """Σ_l log|R_kk| of the QR recursion A = J_l Q_{l−1} = Q_l R_l (numpy, for the sensitivity rows): log σ_k of
+    J_L⋯J_1 up to O(1); the per-layer Lyapunov exponents are these sums / L."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    sums = np.zeros(n)
+    for _ in range(L):
+        q, r = np.linalg.qr(draw(rng) @ q)
+        sums += np.log(np.abs(np.diag(r)))
+    return np.sort(sums)[::-1]
+
+
+def _haar(rng, n):
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+    return q * np.sign(np.diag(r))
+
+
+def _thm4_sensitivity(ctx, st, cp):
+    """The erratum's counterexample (Haar-orthogonal layers) with each choice moved: size, depth, scale c·O(n)
+    (E log⁺‖J‖ = log c > 0), the estimator (explicit product instead of Benettin), and the boundary (a small
+    Gaussian perturbation gives the law a density: the corrected theorem's decay appears). Measured in this run."""
+    rows, ok = {}, True
+    o = rm.centralization_data([2, 64], cp, ["orthogonal"], 2, seed=ctx.seed)
+    for n in (2, 64):
+        dev = float(np.max(np.abs(o[f"sums_{n}_orthogonal"] - o[f"sums_{n}_orthogonal"][:, :, :1])))
+        rows[f"size n = {n} (ours {', '.join(map(str, st['ns']))}), L ≤ {cp[-1]}"] = \
+            f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+        ok &= dev < 1e-8
+    deep = 5000
+    o = rm.centralization_data([16], [deep], ["orthogonal"], 2, seed=ctx.seed)
+    dev = float(np.max(np.abs(o["sums_16_orthogonal"] - o["sums_16_orthogonal"][:, :, :1])))
+    rows[f"depth L = {deep} (ours ≤ {cp[-1]}), n = 16"] = f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+    ok &= dev < 1e-8
+    e = rm.centralization_data([16], cp, ["orthogonal"], 2, seed=ctx.seed, explicit=True)
+    dev = float(np.max(np.abs(e["sums_16_orthogonal"])))
+    rows["estimator: SVD of the explicit product instead of the Benettin recursion, n = 16"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+    ok &= dev < 1e-8
+    rng = ctx.rng("thm4-sensitivity")
+    sums = _benettin_numpy(lambda r: 2.0 * _haar(r, 16), 16, 1000, rng)
+    dev = float(np.max(np.abs(sums - sums[0])))
+    rows["scale 2·O(n) (E log⁺‖J‖ = log 2 > 0, gradient explosion without rank loss), n = 16, L = 1000"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}, log σ_1/L = {sums[0] / 1000:.4f} (log 2 = 0.6931): no decay"
+    ok &= dev < 1e-8
+    for delta in (0.1, 0.01):
+        sums = _benettin_numpy(lambda r: _haar(r, 16) + delta * r.standard_normal((16, 16)) / 4.0, 16, 1000, rng)
+        rows[f"boundary: O(n) + {delta:g}·G/√n (a law with a density: the corrected theorem applies), n = 16, "
+             "L = 1000 (not counted in 'survives')"] = \
+            (f"μ_2 = {(sums[0] - sums[1]) / 1000:.2e}, μ_n = {(sums[0] - sums[-1]) / 1000:.2e} per layer (the rates "
+             "shrink like δ²: the gap the corrected theorem needs closes as the law approaches O(n))")
+    return rows, ok
+
+
 @check(
     "rd.general_centralization", equation="Thm 4, Eq 9", kind="sim",
     tolerance="every law, size and k ≥ 2: μ_k > 0 with z ≥ 4, μ_k·L_max ≥ 1, log(σ_k/σ_1) linear in L (beats a+b log L)",
@@ -196,31 +248,38 @@ def general_centralization(ctx, planted, positive=False):
         dev = max(float(np.max(np.abs(o[f"sums_{n}_orthogonal"] - o[f"sums_{n}_orthogonal"][:, :, :1])))
                   for n in st["ns"])
         details["counterexample to Thm 4 as stated: Haar orthogonal, max |log σ_k/σ_1| over k, L, trials"] = dev
+        sens, survives = _thm4_sensitivity(ctx, st, cp)
+        details["sensitivity"] = sens
         finding = (f"Thm 4 as stated has a counterexample (erratum): Haar-orthogonal layers satisfy its hypotheses "
                    f"but max |log σ_k/σ_1| = {dev:.1e} over every k ≥ 2, depth ≤ {cp[-1]} and trial (n = "
                    f"{', '.join(map(str, st['ns']))}): no decay at all. The corrected form (a non-degenerate law) "
                    f"{'holds' if miss <= 1 else 'does NOT hold'} on the other {len(laws)} laws, worst miss "
-                   f"{miss:.3g}.")
+                   f"{miss:.3g}. The counterexample "
+                   + ("survives every choice re-run (size, depth, scale, estimator; details: sensitivity): a finding "
+                      "about the theorem, not about our choices." if survives else
+                      "does NOT survive every choice re-run (details: sensitivity)."))
     return Result(measured={k: v["exponential"] for k, v in per.items()}, expected="all True",
                   holds=bool(miss <= 1), miss=float(miss), finding=finding, details=details)
 
 
 # ----------------------------------------------------------------------------- Fig 1 d–f
 
-def _exponential_test(L, m, n):
-    """RD Fig 1's 'exponential law' on a mean rank curve m(L): the local decay rate −Δ log m/ΔL over L 10→25
-    and over 25→50 (log m interpolated on every integer depth) must agree within 25 % and m(L_max)/n < ½.
-    Returns (ratio, fall, miss) with miss = max(|log ratio|/log 1.25, fall/0.5); a flat curve has ratio 1."""
+def _exponential_test(L, m, n, windows=(10, 25, 50)):
+    """RD Fig 1's 'exponential law' on a mean rank curve m(L): the local decay rate −Δ log m/ΔL over L a→b
+    and over b→c (``windows`` = (a, b, c), default 10→25 vs 25→50; log m interpolated on every integer depth)
+    must agree within 25 % and m(c)/n < ½. Returns (ratio, fall, miss, (early, late)) with
+    miss = max(|log ratio|/log 1.25, fall/0.5); a flat curve has ratio 1."""
+    a0, b0, c0 = windows
     use = m > 0
     grid = np.arange(1.0, L[use].max() + 1)
     y = np.interp(grid, L[use], np.log(m[use]))
     lr = lambda a, b: float((np.interp(a, grid, y) - np.interp(b, grid, y)) / (b - a))  # noqa: E731
-    early, late = lr(10, 25), lr(25, 50)
+    early, late = lr(a0, b0), lr(b0, c0)
     if early == 0 and late == 0:
         ratio = 1.0
     else:
         ratio = late / early if early > 0 and late > 0 else float("nan")
-    fall = float(m[-1] / n)
+    fall = float(np.exp(np.interp(c0, grid, y)) / n)
     rmiss = abs(np.log(ratio)) / np.log(1.25) if np.isfinite(ratio) else float("inf")
     return ratio, fall, float(max(rmiss, fall / 0.5)), (early, late)
 
@@ -233,6 +292,72 @@ def _fit_forms(L, m):
     A, B = np.vstack([np.ones_like(grid), grid]).T, np.vstack([np.ones_like(grid), np.log(grid)]).T
     ce, cpw = np.linalg.lstsq(A, y, rcond=None)[0], np.linalg.lstsq(B, y, rcond=None)[0]
     return -ce[1], float(np.sum((A @ ce - y) ** 2)), -cpw[1], float(np.sum((B @ cpw - y) ** 2))
+
+
+def _mlp_curves(d):
+    """Mean rank curves over the depths every draw reached (a draw stopped by the stop rule or by float32 overflow
+    has −1 after its stop)."""
+    L = np.asarray(d["depths"], dtype=float)
+    jr, fr = np.asarray(d["jac_rank"], dtype=float), np.asarray(d["feat_dim"], dtype=float)
+    keep = np.all(jr >= 0, axis=0) & np.all(fr >= 0, axis=0)
+    return L[keep], jr[:, keep].mean(0), fr[:, keep].mean(0)
+
+
+def _mlp_verdict(d, n, windows=None):
+    """Per curve ("jac", "feat"): (exponential?, rate ratio, rank(L_end)/n, shape miss |log ratio|/log 1.25) with
+    windows that scale with the deepest depth every draw reached, L_end/5 → L_end/2 → L_end (10 → 25 → 50 for the
+    full curve); and the windows. Exponential: shape miss ≤ 1 and rank(L_end) < 0.9 n."""
+    L, mj, mf = _mlp_curves(d)
+    end = float(L.max())
+    w = windows or (end / 5, end / 2, end)
+    out = {}
+    for k, m in (("jac", mj), ("feat", mf)):
+        ratio, fall, _, _ = _exponential_test(L, m, n, w)
+        # the shape alone: a truncated curve (stop rule, overflow, short horizon) has not had room to fall below
+        # n/2, so the check's fall condition is replaced by "it falls at all" (below 0.9 n)
+        shape = abs(np.log(ratio)) / np.log(1.25) if np.isfinite(ratio) and ratio > 0 else float("inf")
+        out[k] = (bool(shape <= 1 and fall < 0.9), _fmt(ratio, 3), _fmt(fall, 3), _fmt(shape, 3))
+    return out, w
+
+
+def _mlp_sensitivity(ctx, st, d_main):
+    """Move each modelling choice the paper leaves open (or states only as 'Gaussian') towards the paper's side and
+    re-run: returns (rows, survives) with survives = {"jac": bool, "feat": bool}: whether 'not exponential' holds in
+    every row, per curve. Rows are measured in this run, at the quick size (n = 200, cached) except the width and
+    horizon rows, which use the run's own curves where they can."""
+    n = st["n"]
+    sm = nets.rd_settings(True)["mlp"]
+    base = dict(n=sm["n"], depth=sm["depth"], draws=sm["draws"], samples=sm["samples"], depths=sm["depths"],
+                seed=ctx.seed)
+    rows, ok = {}, {"jac": True, "feat": True}
+
+    def row(label, d, nn, windows=None):
+        v, w = _mlp_verdict(d, nn, windows)
+        stop = sorted({int(s) for s in d["stop"] if s <= st["depth"]})
+        parts = []
+        for k, name in (("jac", "Jacobian"), ("feat", "features")):
+            exp_, ratio, fall, miss = v[k]
+            parts.append(f"{name} {'exponential' if exp_ else 'NOT exponential'} (rate ratio {ratio}, shape miss "
+                         f"{miss}, rank/n at the end {fall})")
+            ok[k] &= not exp_
+        rows[label] = ("; ".join(parts) + f"; windows {w[0]:.3g}→{w[1]:.3g}→{w[2]:.3g}"
+                       + (f"; draws stopped at L = {stop}" if stop else ""))
+
+    if n == sm["n"]:
+        row(f"width n = 400 (ours {n}; paper 1000)", nets.mlp50_decay(**{**base, "n": 400, "samples": 800}), 400)
+    else:
+        row(f"width n = {sm['n']} (ours {n} = the paper's)", nets.mlp50_decay(**base), sm["n"])
+    row(f"horizon: windows over L ≤ 25 only (5→12.5→25; ours 10→25→50), n = {n}", d_main, n, (5, 12.5, 25))
+    nb = base["n"]
+    row(f"weights U(±1/√n), PyTorch's nn.Linear default (paper: 'Gaussian'); the stop rule ends the curve; n = {nb}",
+        nets.mlp50_decay(**base, init="uniform"), nb)
+    row(f"weights N(0, 1), Thm 5's literal 'standard Gaussian': float32 overflow ends the curve; n = {nb}",
+        nets.mlp50_decay(**base, init="standard"), nb)
+    row(f"inputs uniform ±√3 (paper: Gaussian); n = {nb}", nets.mlp50_decay(**base, input_law="uniform"), nb)
+    row(f"samples = n (ours 2n; paper: not stated); n = {nb}", nets.mlp50_decay(**{**base, "samples": nb}), nb)
+    for es in (0.1, 10.0):
+        row(f"ε = {es:g} × float32 rule (paper: 1 ×); n = {nb}", nets.mlp50_decay(**base, eps_scale=es), nb)
+    return rows, ok
 
 
 @check(
@@ -286,7 +411,9 @@ def mlp50_decay(ctx, planted, positive=False):
     psi = R.psi_law_rank(n, grid, d["eps"]).astype(float)
     pr = _exponential_test(grid, psi, n)[0]
     fits["ψ-law Jacobian curve: late/early rate ratio"] = _fmt(pr, 3)
-    finding = None
+    finding, sens, survives = None, None, None
+    if not planted:
+        sens, survives = _mlp_sensitivity(ctx, st, d)
     if miss > 1 and not planted:
         fj, ff = fits["jac_rank"], fits["feat_dim"]
         finding = (f"MLP-{st['depth']} of width {n}: the fall is not exponential. The decay rate per layer drops from "
@@ -303,10 +430,17 @@ def mlp50_decay(ctx, planted, positive=False):
                    f"{fj['ψ-law prediction at L=1, 10, 50']}; the asymptotic law drops the O(1) offsets of log σ_k "
                    f"(at L = 1 it puts σ_n/σ_1 at {np.exp(R.lyapunov_law(n)[-1] - R.lyapunov_law(n)[0]):.3g}, while a "
                    f"square Gaussian matrix has σ_n/σ_1 ≈ 1/(2n) = {1 / (2 * n):.2g}). The positive control shows the "
-                   "test classifies a synthetic exponential with the same endpoints as exponential.")
+                   "test classifies a synthetic exponential with the same endpoints as exponential. "
+                   + " ".join(f"{name}: 'not exponential' "
+                              + ("survives every modelling choice re-run (details: sensitivity), a finding about the "
+                                 "paper's claim." if survives[k] else
+                                 "does NOT survive every modelling choice re-run (details: sensitivity), a finding "
+                                 "about the choices, not about the paper.")
+                              for k, name in (("jac", "Jacobian rank"), ("feat", "Feature dimension"))))
     return Result(measured={k: fits[k]["late/early rate ratio (exponential 1, L^-b 0.45)"] for k in ("jac_rank", "feat_dim")},
                   expected="rate ratio 1 ± 25 %, rank(50)/n < ½", holds=bool(miss <= 1), miss=float(miss),
                   finding=finding,
                   details={"fits": fits, "n": n, "depths": [int(v) for v in L], "draws": st["draws"],
                            "inputs": st["samples"], "weights": "orthogonal (control)" if planted else "N(0, 1/n), float32",
-                           "stop rule (max|J| < 1.19e-7) triggered at": [int(v) if v <= st["depth"] else None for v in d["stop"]]})
+                           "stop rule (max|J| < 1.19e-7) triggered at": [int(v) if v <= st["depth"] else None for v in d["stop"]],
+                           **({"sensitivity": sens} if sens is not None else {})})
