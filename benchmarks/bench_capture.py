@@ -6,7 +6,7 @@ DataLoader with ``--workers`` decoding processes, chunked cache writes); the anc
 the same model on the same batch size (random tensors already in memory, ``torch.inference_mode``), on the same
 device. Goal: capture ≥ 90 % of the bare forward pass's images/s (decoding must hide behind the forward pass).
 
-    python benchmarks/bench_capture.py [--images 512] [--batch-size 64] [--workers N] [--gpu]
+    python benchmarks/bench_capture.py [--images 512] [--batch-size 64] [--workers N] [--gpu] [--device cuda] [--tiny]
 
 The capture is timed once from a cold cache (a fresh THEORYLAB_CACHE): it includes worker start-up. On a shared
 2-core machine decoding workers and the forward pass compete for the same cores: the ratio is then lower than
@@ -27,16 +27,20 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--gpu", action="store_true", help="run on CUDA (skipped with a note if there is none)")
+    ap.add_argument("--device", default="cuda", help="device of the --gpu run (cpu: dry run of its code)")
+    ap.add_argument("--tiny", action="store_true", help="4 JPEGs, batch 2, no decoding workers: seconds")
     a = ap.parse_args()
+    if a.tiny:
+        a.images, a.batch_size, a.workers = 4, 2, 0
     import torch
     from PIL import Image
 
     device = "cpu"
     if a.gpu:
-        if not torch.cuda.is_available():
+        if torch.device(a.device).type == "cuda" and not torch.cuda.is_available():
             print("bench_capture: --gpu given but CUDA is not available; skipped")
             return
-        device = "cuda"
+        device = a.device
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["THEORYLAB_CACHE"] = str(Path(tmp) / "cache")
         from sims.real.imagenet import capture_folder, default_workers, scan, val_labels
@@ -57,12 +61,12 @@ def main():
         with torch.inference_mode():
             spec.module(x)  # warm-up
             n_b = max(1, a.images // a.batch_size)
-            if device == "cuda":
+            if torch.device(device).type == "cuda":
                 torch.cuda.synchronize()
             t = time.perf_counter()
             for _ in range(n_b):
                 spec.module(x)
-            if device == "cuda":
+            if torch.device(device).type == "cuda":
                 torch.cuda.synchronize()
             bare = n_b * a.batch_size / (time.perf_counter() - t)
         t = time.perf_counter()

@@ -16,7 +16,7 @@ GPU column (``--gpu``): the same batches on CUDA in float64: anchor Σ HᵦᵀH�
 :class:`sims.collapse_torch.TorchClassStats` (the same one-pass algorithm on the device) plus the host metrics;
 skipped with one line saying why when CUDA is absent.
 
-    python benchmarks/bench_collapse.py [N] [p] [K] [batch] [--gpu]
+    python benchmarks/bench_collapse.py [N] [p] [K] [batch] [--gpu] [--device cuda] [--tiny]
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_collapse.py   # steadier on a shared machine
 """
 import argparse
@@ -99,24 +99,25 @@ def run_gpu(N, p, K, b, device="cuda"):
     return t_gemm, t_stats, time.perf_counter() - t, m
 
 
-def gpu_column(N, p, K, b):
+def gpu_column(N, p, K, b, device="cuda"):
     try:
         import torch
     except ImportError as exc:  # torch is a dependency; say so if it is missing
         print(f"  GPU column skipped: torch not importable ({exc})")
         return
-    if not torch.cuda.is_available():
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
         print("  GPU column skipped: torch.cuda.is_available() is False (no CUDA device on this machine)")
         return
-    run_gpu(2 * K, min(p, 256), K, b)  # warm-up (kernels, allocator)
-    t_gemm, t_stats, t_fin, m = run_gpu(N, p, K, b)
-    print(f"  GPU ({torch.cuda.get_device_name()}), float64:")
+    run_gpu(2 * K, min(p, 256), K, b, device=device)  # warm-up (kernels, allocator)
+    t_gemm, t_stats, t_fin, m = run_gpu(N, p, K, b, device=device)
+    name = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else "cpu, dry run"
+    print(f"  GPU ({name}), float64:")
     print(f"    anchor  Σ HᵦᵀHᵦ (torch)            {t_gemm:8.2f} s")
     print(f"    TorchClassStats.update, batches  {t_stats:8.2f} s   ratio {t_stats / t_gemm:5.2f}×")
     print(f"    to host + metrics()              {t_fin:8.2f} s   VCI {m['vci']:.4f}")
 
 
-def main(N=50_000, p=2048, K=1000, b=10_000, gpu=False):
+def main(N=50_000, p=2048, K=1000, b=10_000, gpu=False, device="cuda"):
     # warm-up (BLAS threads, first-touch pages)
     run(2 * K, min(p, 256), K, b)
     t_gemm, t_stats, t_fin, m, _ = run(N, p, K, b)
@@ -133,7 +134,7 @@ def main(N=50_000, p=2048, K=1000, b=10_000, gpu=False):
         print(f"  peak memory (accumulator + temporaries, input batch excluded), N = {n:6d}: {peak / 2**20:7.1f} MiB")
     print(f"  (one input batch is {b * p * 8 / 2**20:.1f} MiB; the N × p matrix would be {N * p * 8 / 2**20:.0f} MiB)")
     if gpu:
-        gpu_column(N, p, K, b)
+        gpu_column(N, p, K, b, device)
 
 
 if __name__ == "__main__":
@@ -141,5 +142,9 @@ if __name__ == "__main__":
     for name, default in (("N", 50_000), ("p", 2048), ("K", 1000), ("batch", 10_000)):
         ap.add_argument(name, type=int, nargs="?", default=default)
     ap.add_argument("--gpu", action="store_true", help="add a CUDA column (skipped with a note without CUDA)")
+    ap.add_argument("--device", default="cuda", help="device of the GPU column (cpu: dry run of its code)")
+    ap.add_argument("--tiny", action="store_true", help="smallest sizes (N=600, p=16, K=10, batch=200): seconds")
     a = ap.parse_args()
-    main(a.N, a.p, a.K, a.batch, gpu=a.gpu)
+    if a.tiny:
+        a.N, a.p, a.K, a.batch = 600, 16, 10, 200
+    main(a.N, a.p, a.K, a.batch, gpu=a.gpu, device=a.device)

@@ -17,7 +17,8 @@ and whether our supports equal (b)'s. numba compile time is excluded (warm-up on
 ``--gpu`` adds a GPU column for the covariance (torch float64 FᵀF on CUDA, with and without the transfer of F)
 when CUDA is present, else prints one line saying why it was skipped.
 
-    python benchmarks/bench_covlasso.py [--quick] [--gpu] [--n-sklearn K] [--n-lars M] [--repeat R]
+    python benchmarks/bench_covlasso.py [--quick] [--gpu] [--device cuda] [--tiny] [--n-sklearn K] [--n-lars M]
+                                        [--repeat R] [--N N] [--n n] [--rank r]
 """
 import argparse
 import time
@@ -63,35 +64,37 @@ def covariance_floors(F, repeat):
             "dsyrk(F.T, trans=0) (no copy)": best_of(lambda: dsyrk(1.0, F.T, trans=0), repeat)[0]}
 
 
-def gpu_column(F, repeat):
-    """Covariance on CUDA (torch float64): seconds with the host→device transfer of F, and without; or None, why."""
+def gpu_column(F, repeat, device="cuda"):
+    """Covariance on ``device`` (torch float64; CUDA, or ``cpu`` for the gpu-check's dry run of this code): seconds
+    with the host→device transfer of F, and without; or None, why."""
     try:
         import torch
     except ImportError as exc:
         return None, f"torch is not importable ({exc})"
-    if not torch.cuda.is_available():
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
         return None, "torch.cuda.is_available() is False (no CUDA device, or a CPU-only torch build)"
-    dev = torch.device("cuda")
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def with_transfer():
         g = torch.from_numpy(F).to(dev)
         c = (g.T @ g) / g.shape[0]
-        torch.cuda.synchronize()
+        sync()
         return c
 
     g = torch.from_numpy(F).to(dev)
 
     def on_device():
         c = (g.T @ g) / g.shape[0]
-        torch.cuda.synchronize()
+        sync()
         return c
 
     with_transfer()  # warm-up (cuBLAS handles)
     t_tr, c = best_of(with_transfer, repeat)
     t_dev, _ = best_of(on_device, repeat)
     err = float(np.abs(c.cpu().numpy() - second_moment(F)).max() / np.abs(second_moment(F)).max())
-    return {"with transfer": t_tr, "on device": t_dev, "max rel. difference vs CPU": err,
-            "device": torch.cuda.get_device_name(0)}, None
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu (dry run of the GPU column)"
+    return {"with transfer": t_tr, "on device": t_dev, "max rel. difference vs CPU": err, "device": name}, None
 
 
 def calibrate(C, target=150, cats=range(0, 1000, 100)):
@@ -130,7 +133,12 @@ def main():
     ap.add_argument("--rank", type=int, default=150)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs for the covariance timings")
     ap.add_argument("--gpu", action="store_true", help="add a GPU column for the covariance (CUDA), or say why not")
+    ap.add_argument("--device", default="cuda", help="device of the GPU column (cpu: dry run of its code)")
+    ap.add_argument("--tiny", action="store_true", help="smallest sizes (every code path in seconds; the gpu-check's "
+                    "dry run): overrides the size options")
     args = ap.parse_args()
+    if args.tiny:
+        args.N, args.n, args.rank, args.n_lars, args.n_sklearn, args.repeat = 300, 40, 10, 2, 1, 1
     n_sk = args.n_sklearn if args.n_sklearn is not None else (1 if args.quick else 3)
     from sklearn.linear_model import Lasso, lars_path_gram
 
@@ -148,7 +156,7 @@ def main():
     print(f"logits: N={args.N}, n={args.n}, rank {args.rank} + noise 0.05, scaled by {s:.4g} so that λ = {LAM:g} "
           f"(sklearn alpha = {LAM / 2:g}) gives supports ≈ 150  (generated in {t_gen:.1f} s)")
     ev = np.linalg.eigvalsh(C0 * s * s)
-    print(f"Cov eigenvalues: max {ev[-1]:.3g}, 150th {ev[-150]:.3g}, min {ev[0]:.3g} (κ = {ev[-1] / ev[0]:.3g})")
+    print(f"Cov eigenvalues: max {ev[-1]:.3g}, {min(150, len(ev))}th {ev[-min(150, len(ev))]:.3g}, min {ev[0]:.3g} (κ = {ev[-1] / ev[0]:.3g})")
 
     # the covariance against bare products of the same matrix (floors), measured now, best of --repeat
     floors = covariance_floors(F, args.repeat)
@@ -163,7 +171,7 @@ def main():
     print(f"    max |ours − F.T@F/N| / max|Cov| = {np.abs(C - ref).max() / np.abs(ref).max():.1e}; symmetric: "
           f"{np.array_equal(C, C.T)}")
     if args.gpu:
-        col, why = gpu_column(F, args.repeat)
+        col, why = gpu_column(F, args.repeat, args.device)
         if col is None:
             print(f"    GPU column skipped: {why}")
         else:

@@ -7,7 +7,7 @@ floor: validation, Cholesky, triangular inverse and row norms are ≈ 4 of them 
 (eigendecomposition) on a rank-n/2 covariance. ``--gpu`` adds a GPU column (torch float64 Cholesky and
 diag of the inverse on CUDA) when CUDA is present, else one line saying why it was skipped.
 
-    python benchmarks/bench_dependency.py [--n N] [--gpu]
+    python benchmarks/bench_dependency.py [--n N] [--gpu] [--device cuda] [--tiny]
 """
 import argparse
 import time
@@ -37,14 +37,17 @@ def naive_floors(c):
     return out
 
 
-def gpu_column(c):
+def gpu_column(c, device="cuda"):
+    """The floors on ``device`` (torch float64; CUDA, or ``cpu`` for the gpu-check's dry run); or None, why."""
     try:
         import torch
     except ImportError as exc:
         return None, f"torch is not importable ({exc})"
-    if not torch.cuda.is_available():
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
         return None, "torch.cuda.is_available() is False (no CUDA device, or a CPU-only torch build)"
-    g = torch.from_numpy(c).cuda()
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    g = torch.from_numpy(c).to(dev)
 
     def floors():
         d = torch.sqrt(torch.diagonal(g))
@@ -52,21 +55,24 @@ def gpu_column(c):
         L = torch.linalg.cholesky(k)
         inv = torch.cholesky_inverse(L)
         out = torch.diagonal(g) / torch.diagonal(inv)
-        torch.cuda.synchronize()
+        sync()
         return out
 
     floors()
     t, out = best_of(floors)
     err = float(np.max(np.abs(out.cpu().numpy() - error_floor(c)) / error_floor(c)))
-    return {"seconds": t, "max rel. difference vs CPU": err, "device": torch.cuda.get_device_name(0)}, None
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu (dry run of the GPU column)"
+    return {"seconds": t, "max rel. difference vs CPU": err, "device": name}, None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--device", default="cuda", help="device of the GPU column (cpu: dry run of its code)")
+    ap.add_argument("--tiny", action="store_true", help="smallest size (n = 60): every code path in seconds")
     args = ap.parse_args()
-    n = args.n
+    n = 60 if args.tiny else args.n
     rng = np.random.default_rng(0)
     c = gram(lowrank_logits(5 * n, n, n // 2, 0.1, rng))
     t_fast, fast = best_of(lambda: error_floor(c))
@@ -90,7 +96,7 @@ def main():
           f"floors exactly 0: {int((fl == 0).sum())}/{n}")
     print(f"  max relative disagreement with the naive loop (n=50): {agree:.1e}")
     if args.gpu:
-        col, why = gpu_column(c)
+        col, why = gpu_column(c, args.device)
         if col is None:
             print(f"  GPU column skipped: {why}")
         else:

@@ -11,6 +11,7 @@
 (3) Monte Carlo numerical rank (RD Eq 4), 10 000 trials of 64×64: numba-parallel vs a numpy loop.
 
     python benchmarks/bench_rank.py [--only 1|2|3] [--n 256] [--L 2000] [--trials 10000] [--repeat 3] [--gpu]
+                                    [--device cuda] [--tiny]
 
 Compile time is excluded (every numba kernel is called once first). (1) and (3) run with single-threaded BLAS for
 every contestant (numba's kernels always do inside prange). Each time is the best of ``--repeat`` runs: on a
@@ -81,26 +82,27 @@ def rm_law(n):
     return lyapunov_law(n)
 
 
-def _cnn(device, dtype):
+def _cnn(device, dtype, blocks=10, size=32):
     import torch
 
     from sims import rank_nets as nets
 
     g = torch.Generator().manual_seed(0)
-    blocks = nets.cnn_blocks([3] + [8] * 10, g, dtype=dtype, device=device)
+    blocks = nets.cnn_blocks([3] + [8] * blocks, g, dtype=dtype, device=device)
     seq = torch.nn.Sequential(*blocks)
-    x = torch.randn(3, 32, 32, generator=g, dtype=dtype).to(device)
+    x = torch.randn(3, size, size, generator=g, dtype=dtype).to(device)
     return (lambda z: seq(z.unsqueeze(0))[0]), x
 
 
-def bench_partial_jacobian(repeat, gpu, out_slice=512):
+def bench_partial_jacobian(repeat, gpu, out_slice=512, device="cuda", tiny=False):
     import torch
 
     from sims import jacobian as J
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    f, x = _cnn("cpu", torch.float32)
-    idx = J.patch_indices((3, 32, 32), 16)
+    blocks, size, patch = (2, 8, 4) if tiny else (10, 32, 16)
+    f, x = _cnn("cpu", torch.float32, blocks, size)
+    idx = J.patch_indices((3, size, size), patch)
     J.partial_jacobian(f, x, idx[:8], mode="forward")  # warm-up
     t_fw, jf = best_of(lambda: J.partial_jacobian(f, x, idx, mode="forward", chunk_size=256), repeat)
     t_rv, jr = best_of(lambda: J.partial_jacobian(f, x, idx, mode="reverse", chunk_size=512), repeat)
@@ -114,7 +116,7 @@ def bench_partial_jacobian(repeat, gpu, out_slice=512):
         rows.append(gr.reshape(-1)[torch.as_tensor(idx)])
     t_loop = (time.perf_counter() - t0) * d / out_slice
     err = float((torch.stack(rows) - jf[:out_slice]).abs().max())
-    print(f"(2) partial Jacobian, 10-block CNN (8 ch, 32×32), central 16×16×3 patch: {d} × {len(idx)}, float32, "
+    print(f"(2) partial Jacobian, {blocks}-block CNN (8 ch, {size}×{size}), central {patch}×{patch}×3 patch: {d} × {len(idx)}, float32, "
           f"{torch.get_num_threads()} CPU threads, best of {repeat}")
     print(f"    CPU vmap forward (jvp):      {t_fw:8.2f} s")
     print(f"    CPU vmap reverse (vjp):      {t_rv:8.2f} s")
@@ -123,25 +125,27 @@ def bench_partial_jacobian(repeat, gpu, out_slice=512):
     print(f"    max |forward − reverse| = {float((jf - jr).abs().max()):.1e}, forward vs loop = {err:.1e}")
     if not gpu:
         return
-    if not torch.cuda.is_available():
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
         print("    GPU column skipped: torch.cuda.is_available() is False (no CUDA device, or a CPU-only torch build)")
         return
-    dev = torch.device("cuda")
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # fp32, comparable with the CPU
-    fg, xg = _cnn(dev, torch.float32)
+    fg, xg = _cnn(dev, torch.float32, blocks, size)
 
     def timed(mode, chunk):
-        torch.cuda.synchronize()
+        sync()
         t = time.perf_counter()
         out = J.partial_jacobian(fg, xg, idx, mode=mode, chunk_size=chunk)
-        torch.cuda.synchronize()
+        sync()
         return time.perf_counter() - t, out
 
     timed("forward", 256)  # warm-up (cuDNN autotuning, kernel loading)
     g_fw = min(timed("forward", 768)[0] for _ in range(max(3, repeat)))
     g_rv, jg = min((timed("reverse", 2048) for _ in range(max(3, repeat))), key=lambda r: r[0])
     diff = float((jg.cpu() - jf).abs().max() / jf.abs().max())
-    print(f"    GPU ({torch.cuda.get_device_name(0)}) vmap forward: {g_fw:8.4f} s   CPU forward / GPU forward = "
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu, dry run"
+    print(f"    GPU ({name}) vmap forward: {g_fw:8.4f} s   CPU forward / GPU forward = "
           f"{t_fw / g_fw:7.1f}x")
     print(f"    GPU vmap reverse:             {g_rv:8.4f} s   CPU reverse / GPU reverse = {t_rv / g_rv:7.1f}x; "
           f"loop (CPU) / GPU forward = {t_loop / g_fw:8.0f}x")
@@ -175,14 +179,20 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=["1", "2", "3"], default=None)
     ap.add_argument("--gpu", action="store_true", help="add a CUDA column to (2) when CUDA is present")
+    ap.add_argument("--device", default="cuda", help="device of the GPU column (cpu: dry run of its code)")
+    ap.add_argument("--tiny", action="store_true", help="smallest sizes (n=16, L=20, 50 trials, 8 Jacobian "
+                    "outputs timed by the loop, best of 1): every code path in seconds")
     a = ap.parse_args()
+    if a.tiny:
+        a.n, a.L, a.trials, a.repeat = 16, 20, 50, 1
     from sims.random_matrix import _blas_single_thread
 
     if a.only in (None, "1"):
         with _blas_single_thread():
             bench_lyapunov(a.n, a.L, a.repeat)
     if a.only in (None, "2"):
-        bench_partial_jacobian(a.repeat, a.gpu)
+        bench_partial_jacobian(a.repeat, a.gpu, out_slice=8 if a.tiny else 512, device=a.device,
+                               tiny=a.tiny)
     elif a.gpu:
         print("GPU column: only benchmark (2) has one; run with --only 2 or without --only")
     if a.only in (None, "3"):

@@ -1,37 +1,220 @@
 """``theorylab sim multiview --config FILE.toml``: one FG experiment (coarse and fine training) with a progress
-bar; writes its curves as JSON and NPZ and its figures.
+bar; writes its curves as JSON and NPZ and its figures. A config with a ``[sweep]`` table runs one experiment per
+d (the d-scaling sweep) and writes ``sweep.json`` and a table of the hard-sample gap against d.
 
 The TOML file holds the keys of ``sims.multiview.experiment.DEFAULTS`` at top level (or inside a
-``[multiview]`` table); anything else is an error that names the key.
+``[multiview]`` table); anything else is an error that names the key. Four more keys are resolved here, per d,
+before the config is validated (``examples/multiview_d1000.toml`` uses them):
+
+* ``regime = "paper"`` (or ``"tuned"``): the data parameters of ``sims.multiview.regimes.regime_config(regime,
+  d)``, read at run time, so a config never copies them (setting one of them as well is an error);
+* ``m_coarse_fraction`` / ``m_fine_fraction``: the widths as a fraction of the paper's
+  ``theory.multiview.paper_width(d)`` = d^{2+2c₀} per superclass / d^{1+2c₀} per subclass (c₀ = 0.05), rounded;
+* ``horizon = "full"`` (or ``"quick"``): T = the last horizon of ``sims.multiview.regimes.HORIZONS`` and its
+  evaluation interval (``EVAL_EVERY``), read at run time: every d trained as long as the fg checks' runs;
+  ``steps_per_d``: T = round(steps_per_d · d) instead (T ∝ d).
+
+Before any work the run's cost is estimated from the flops of its steps and evaluations
+(:func:`estimate_cost`): on the CPU a run estimated longer than ``--max-cpu-minutes`` (default 30) is refused
+with the estimate (``--force`` runs it anyway); on CUDA one whose estimated memory exceeds the GPU's free memory
+is refused the same way.
 """
 from __future__ import annotations
 
 import json
 import sys
+import time
 import tomllib
 from pathlib import Path
 
+RULE_KEYS = ("regime", "m_coarse_fraction", "m_fine_fraction", "steps_per_d", "horizon")
 
-def load_config(path) -> dict:
-    """Read and validate a TOML config (unknown key, impossible sizes → ValueError with the key)."""
-    from sims.multiview.experiment import validate_config
 
+def _read_toml(path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ValueError(f"config file {path} does not exist")
     try:
         with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
+            return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML ({exc})") from None
-    if set(raw) == {"multiview"} and isinstance(raw["multiview"], dict):
+
+
+def resolve_rules(raw: dict, d: int | None = None) -> dict:
+    """A plain config (keys of DEFAULTS) from ``raw`` with the rule keys (``RULE_KEYS``) resolved at ``d``."""
+    from sims.multiview.experiment import DEFAULTS
+    from theory.multiview import paper_width
+
+    raw = dict(raw)
+    rules = {k: raw.pop(k) for k in RULE_KEYS if k in raw}
+    if d is not None:
+        raw["d"] = d
+    d = int(raw.get("d", DEFAULTS["d"]))
+    if "regime" in rules:
+        from sims.multiview.regimes import regime_config
+
+        regime = regime_config(rules["regime"], d)  # ValueError names the regimes
+        both = sorted(set(regime) & set(raw))
+        if both:
+            raise ValueError(f"key(s) {both} are set by regime {rules['regime']!r} (regime_config at run time); "
+                             f"remove them from the config")
+        raw.update(regime)
+    for lab in ("coarse", "fine"):
+        key = f"m_{lab}_fraction"
+        if key in rules:
+            f = rules[key]
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+                raise ValueError(f"config key {key!r} must be a number in (0, 1], got {f!r}")
+            if f"m_{lab}" in raw:
+                raise ValueError(f"config sets both m_{lab} and {key}; keep one")
+            raw[f"m_{lab}"] = max(1, int(round(f * paper_width(d, fine=lab == "fine"))))
+    if "horizon" in rules:
+        from sims.multiview import regimes
+
+        h = rules["horizon"]
+        if h not in ("full", "quick") or "steps_per_d" in rules:
+            raise ValueError(f"config key 'horizon' must be 'full' or 'quick' (and not beside steps_per_d), got {h!r}")
+        if "steps" in raw:
+            raise ValueError("config sets both steps and horizon; keep one")
+        quick = h == "quick"
+        raw["steps"] = int(regimes.HORIZONS[quick][-1])
+        every = getattr(regimes, "EVAL_EVERY", None)
+        if "eval_every" not in raw:
+            raw["eval_every"] = int(every[quick]) if every else int(regimes.HORIZONS[quick][0])
+    if "steps_per_d" in rules:
+        s = rules["steps_per_d"]
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not s > 0:
+            raise ValueError(f"config key 'steps_per_d' must be a number > 0, got {s!r}")
+        if "steps" in raw:
+            raise ValueError("config sets both steps and steps_per_d; keep one")
+        raw["steps"] = max(1, int(round(s * d)))
+    return raw
+
+
+def load_plan(path) -> dict:
+    """The run(s) a config file asks for: ``{"configs": [validated config per d], "sweep": bool, "ds": [...]}``."""
+    from sims.multiview.experiment import validate_config
+
+    path = Path(path)
+    raw = _read_toml(path)
+    sweep = raw.pop("sweep", None)
+    if "multiview" in raw and isinstance(raw["multiview"], dict):
+        extra = sorted(set(raw) - {"multiview"})
+        if extra:
+            raise ValueError(f"{path}: unknown table(s) or key(s) {extra} beside [multiview] (allowed: [sweep])")
         raw = raw["multiview"]
+    ds = [None]
+    if sweep is not None:
+        if not isinstance(sweep, dict) or set(sweep) != {"d"} or not isinstance(sweep["d"], list) or not sweep["d"] \
+                or any(isinstance(v, bool) or not isinstance(v, int) or v < 3 for v in sweep["d"]):
+            raise ValueError(f"{path}: [sweep] must hold exactly d = [list of integers >= 3], got {sweep!r}")
+        if "d" in raw:
+            raise ValueError(f"{path}: d is set both in the config and in [sweep]")
+        ds = sorted(set(sweep["d"]))
     try:
-        return validate_config(raw)
+        configs = [validate_config(resolve_rules(raw, d)) for d in ds]
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+    return {"configs": configs, "sweep": sweep is not None, "ds": [c["d"] for c in configs]}
 
 
+def load_config(path) -> dict:
+    """Read and validate a TOML config (unknown key, impossible sizes → ValueError with the key)."""
+    plan = load_plan(path)
+    if plan["sweep"]:
+        raise ValueError(f"{path}: holds a [sweep] over d = {plan['ds']}; use load_plan")
+    return plan["configs"][0]
+
+
+# ------------------------------------------------------------------------------------------- cost estimate
+def estimate_cost(cfg: dict) -> dict:
+    """Flops and peak device memory of one :func:`run_experiment` of ``cfg`` (every training it asks for).
+
+    Flops per training: each step's two GEMMs, 4·N·P·d·C·m (Eq 17); each evaluation (every ``eval_every`` steps
+    and at the end) the forward pass on the easy and the hard test set, 2 · 2·n_test·P·d·C·m, and the growth
+    projection (W − W⁽⁰⁾)Vᵀ, 2·C·m·d²; once the lucky mask W⁽⁰⁾Vᵀ. Elementwise work is left out (it is memory-bound
+    and small beside the GEMMs at large C·m). Memory (float32, bytes), the largest training: W and W⁽⁰⁾ (8 bytes
+    per weight), three boolean masks (3), plus the largest temporary: the evaluation's pre-activations and their
+    ReLU (2·n_test·P·C·m·4), the growth projection (8 per weight), the step's ΔW and pre-activations, or the
+    end-of-training responses (Eq 10–11), which gather W for the 2k (class, feature) pairs: 2k·m·d·4 bytes, 8× W
+    itself for coarse training at k = 8 (the largest term at d = 1000).
+    """
+    k, d, P, N, n_test = cfg["k"], cfg["d"], cfg["P"], cfg["batch"], cfg["n_test"]
+    n_fine = 2 * k
+    out = {"trainings": {}, "flops": 0.0, "peak_bytes": 0.0}
+    n_eval = cfg["steps"] // cfg["eval_every"] + 2
+    for lab in cfg["trainings"]:
+        C = 2 if lab == "coarse" else n_fine
+        Cm = C * cfg[f"m_{lab}"]
+        step = 4.0 * N * P * d * Cm
+        evals = n_eval * (4.0 * n_test * P * d * Cm + 2.0 * Cm * d * d)
+        flops = cfg["steps"] * step + evals + 2.0 * Cm * d * d
+        m = cfg[f"m_{lab}"]
+        responses = 2 * k * m * (4.0 * d + 3 * 4.0 * 256)  # W gathered for the 2k (class, feature) pairs, z, relu
+        temp = max(2.0 * n_test * P * Cm * 4, 8.0 * Cm * d, 4.0 * Cm * d + 4.0 * N * P * Cm, responses)
+        mem = 11.0 * Cm * d + temp
+        out["trainings"][lab] = {"neurons": Cm, "flops_per_step": step, "flops": flops, "peak_bytes": mem}
+        out["flops"] += flops
+        out["peak_bytes"] = max(out["peak_bytes"], mem)
+    return out
+
+
+def cpu_gflops(cfg: dict | None = None, seconds: float = 0.3) -> float:
+    """GFLOP/s (the step's 4·N·P·d·C·m) of the trainer's own SGD step on one torch thread (its CPU setting),
+    measured now on a slice of the config's coarse network (m capped at 1024) at its d, P, batch."""
+    import torch
+
+    from sims.multiview.learner import TwoLayerReLU
+    from sims.multiview.train import torch_threads
+
+    d, P, N = (cfg["d"], cfg["P"], cfg["batch"]) if cfg else (256, 16, 32)
+    m = min(cfg["m_coarse"], 1024) if cfg else 1024
+    with torch_threads(1):
+        g = torch.Generator().manual_seed(0)
+        net = TwoLayerReLU(2, m, d, sigma0=0.01, c_b=1.0, generator=g)
+        X = 0.05 * torch.randn(N, P, d, generator=g)
+        y = torch.arange(N) % 2
+        net.step(X, y, 0.02)
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds or n < 2:
+            net.step(X, y, 0.02)
+            n += 1
+        return 4.0 * N * P * d * 2 * m * n / (time.perf_counter() - t0) / 1e9
+
+
+def _fmt_seconds(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 3600 else f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+
+
+def preflight(configs, device, force: bool = False, max_cpu_minutes: float = 30.0) -> dict:
+    """The cost of the planned runs; ValueError (one line, with the estimate) if it should not start here."""
+    import torch
+
+    costs = [estimate_cost(c) for c in configs]
+    flops = sum(c["flops"] for c in costs)
+    peak = max(c["peak_bytes"] for c in costs)
+    info = {"flops": flops, "peak_bytes": peak, "device": str(device)}
+    dev = torch.device(device)
+    if dev.type == "cpu":
+        rate = cpu_gflops(max(configs, key=lambda c: c["d"]))
+        info.update(cpu_gflops=rate, estimated_seconds=flops / (rate * 1e9))
+        if info["estimated_seconds"] > 60 * max_cpu_minutes and not force:
+            raise ValueError(
+                f"refused on the CPU: {flops / 1e12:.0f} TFLOP of training and evaluation GEMMs, estimated "
+                f"{_fmt_seconds(info['estimated_seconds'])} at the {rate:.0f} GFLOP/s of the SGD step on one torch thread "
+                f"measured now "
+                f"(limit --max-cpu-minutes {max_cpu_minutes:g}); run it with --device cuda (docs/gpu.md), or --force")
+    elif dev.type == "cuda":
+        free, total = torch.cuda.mem_get_info(dev)
+        info.update(gpu_free_bytes=free, gpu_total_bytes=total)
+        if peak > free and not force:
+            raise ValueError(f"refused on {device}: estimated peak memory {peak / 2**30:.1f} GiB > "
+                             f"{free / 2**30:.1f} GiB free; use narrower widths, or --force")
+    return info
+
+
+# ----------------------------------------------------------------------------------------------------- run
 def flatten_curves(result: dict) -> dict:
     """NPZ-ready arrays: '<training>/<curve>' for every curve, '<training>/final/<name>' for the final numbers."""
     import numpy as np
@@ -47,13 +230,9 @@ def flatten_curves(result: dict) -> dict:
     return out
 
 
-def run_sim(config_path, out_dir, device="cpu", figures: bool = True) -> dict:
+def _write_one(result, out: Path, figures: bool) -> list:
     from sims.cache import atomic_write_text, save_npz
-    from sims.multiview.experiment import run_experiment
 
-    cfg = load_config(config_path)
-    result = run_experiment(cfg, device=device, progress=True)
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "curves.json", json.dumps(result, indent=1))
     save_npz(out / "curves.npz", flatten_curves(result))
@@ -70,7 +249,42 @@ def run_sim(config_path, out_dir, device="cpu", figures: bool = True) -> dict:
             fig.savefig(out / f"{name}.png", dpi=130, bbox_inches="tight")
             plt.close(fig)
             written.append(f"{name}.png")
-    return {"result": result, "written": written, "out": out}
+    return written
+
+
+def run_sim(config_path, out_dir, device="cpu", figures: bool = True, force: bool = True,
+            max_cpu_minutes: float = 30.0, cache: bool = False) -> dict:
+    """Run the config's experiment(s) on ``device`` and write them to ``out_dir``. The cost check
+    (:func:`preflight`) refuses a run too long for the CPU unless ``force`` (the default here: the command line
+    passes ``force=False`` unless --force). ``cache``: through ``sims.cache`` (keyed by config, device and code),
+    so a sweep point equal to an earlier single run is not trained twice."""
+    from sims.cache import atomic_write_text
+    from sims.multiview.experiment import cached_experiment
+
+    def run_experiment(cfg, device, progress):
+        if cache:
+            return cached_experiment(cfg, device=device, progress=progress)
+        from sims.multiview.experiment import run_experiment as run
+
+        return run(cfg, device=device, progress=progress)
+
+    plan = load_plan(config_path)
+    cost = preflight(plan["configs"], device, force=force, max_cpu_minutes=max_cpu_minutes)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not plan["sweep"]:
+        result = run_experiment(plan["configs"][0], device=device, progress=True)
+        return {"result": result, "written": _write_one(result, out, figures), "out": out, "cost": cost}
+    rows, written = [], []
+    for cfg in plan["configs"]:
+        r = run_experiment(cfg, device=device, progress=True)
+        sub = f"d{cfg['d']}"
+        written += [f"{sub}/{w}" for w in _write_one(r, out / sub, False)]
+        rows.append({"d": cfg["d"], "m_coarse": cfg["m_coarse"], "m_fine": cfg["m_fine"], "steps": cfg["steps"],
+                     "seconds": r["seconds"], "summary": r["summary"], "c_b": r["c_b"]})
+    sweep = {"device": str(device), "ds": plan["ds"], "rows": rows, "cost": cost}
+    atomic_write_text(out / "sweep.json", json.dumps(sweep, indent=1))
+    return {"sweep": sweep, "written": ["sweep.json"] + written, "out": out, "cost": cost}
 
 
 def summary_table(summary: dict) -> str:
@@ -89,18 +303,34 @@ def summary_table(summary: dict) -> str:
     return table + ("\n\n" + text_table(rest) if rest else "")
 
 
+def sweep_table(sweep: dict) -> str:
+    """One row per d: widths, steps, easy/hard coarse error of both trainings, the gap, seconds."""
+    from verify.report import fmt, text_table
+
+    rows = [[str(r["d"]), str(r["m_coarse"]), str(r["m_fine"]), str(r["steps"])]
+            + [fmt(r["summary"].get(k)) for k in ("coarse_easy_err", "coarse_hard_err", "fine_easy_err",
+                                                   "fine_hard_err", "hard_gap")] + [f"{r['seconds']:.1f}"]
+            for r in sweep["rows"]]
+    return text_table(rows, ["d", "m coarse", "m fine", "steps", "coarse easy", "coarse hard", "fine easy",
+                             "fine hard", "gap", "s"])
+
+
 def cmd_sim(args) -> int:
     from verify.api import check_device, prepare_dir
 
     check_device(args.device)                     # before any work: a missing GPU is one line, exit 2
     prepare_dir(args.out, "--out")
     try:
-        done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs)
+        done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
+                       max_cpu_minutes=args.max_cpu_minutes, cache=args.cache)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(summary_table(done["result"]["summary"]))
-    print(f"\nwrote {', '.join(done['written'])} to {done['out']}")
+    if "sweep" in done:
+        print(sweep_table(done["sweep"]))
+    else:
+        print(summary_table(done["result"]["summary"]))
+    print(f"\nwrote {', '.join(done['written'][:6])}{' …' if len(done['written']) > 6 else ''} to {done['out']}")
     return 0
 
 
@@ -111,4 +341,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="report/sim_multiview", metavar="DIR", help="output folder")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     p.add_argument("--no-figs", action="store_true", help="skip the figures")
+    p.add_argument("--force", action="store_true", help="run even if the cost estimate says it should not start here")
+    p.add_argument("--max-cpu-minutes", type=float, default=30.0, metavar="MIN",
+                   help="refuse a CPU run estimated longer than this (default 30)")
+    p.add_argument("--cache", action="store_true", help="reuse/keep results in the sims cache ($THEORYLAB_CACHE)")
     p.set_defaults(func=cmd_sim)
