@@ -19,8 +19,9 @@ def _base_run(quick: bool) -> dict:
 @figure("fg.test_error_curves", answers="FG Thm 5.1 / 5.2",
         caption="Easy and hard test error on the coarse task vs SGD step, for coarse training (F_±) and fine "
                 "training read out by F̂_y = max_c F_{y,c}; left: the training loss (mean batch loss per window). "
-                "Paper-faithful regime of docs/fg.md (d = 100, k = 8, P = 16, s = 3, α′ ≤ 1/(s log d), "
-                "‖ζ*‖ = log d); dotted lines: the three horizons the checks read.",
+                "Paper-faithful headline regime of docs/fg.md (d = 100, k = 8, P = 16, exactly s = 3 common and "
+                "subclass patches per sample, α′ ≤ 1/(s log d), ‖ζ*‖ = log d); dotted lines: the three horizons the "
+                "checks read.",
         checks=("fg.coarse_training", "fg.fine_training"))
 def draw_curves(quick: bool):
     return curves_figure(_base_run(quick))
@@ -113,7 +114,7 @@ def growth_figure(r: dict, sw: dict | None = None):
 @figure("fg.hard_gap_vs_k", answers="FG Thm 5.1 vs 5.2",
         caption="Paper-faithful regime, seed 0. Left: hard-sample error of coarse training (red) and fine training "
                 "(blue) vs k at d = 100 (quick 64), one line per horizon (lighter = earlier). Right: the same vs d at "
-                "k = 8, trained T = 1.5 d steps (the d-scaling sweep).",
+                "k = 8, every d trained the same T (the last horizon; the d-scaling sweep).",
         checks=("fg.granularity_sweep",))
 def draw_gap(quick: bool):
     import matplotlib.pyplot as plt
@@ -134,7 +135,7 @@ def draw_gap(quick: bool):
     b.plot(ds, [r["summary"]["coarse_hard_err"] for r in sc], "o-", color="C3", label="coarse training")
     b.plot(ds, [r["summary"]["fine_hard_err"] for r in sc], "s-", color="C0", label="fine training")
     b.plot(ds, [r["summary"]["hard_gap"] for r in sc], "^--", color="k", label="gap (coarse − fine)")
-    for ax, xs, xlabel in ((a, ks, "subclasses per superclass k"), (b, ds, "dimension d (T = 1.5 d steps)")):
+    for ax, xs, xlabel in ((a, ks, "subclasses per superclass k"), (b, ds, "dimension d (same T for every d)")):
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [str(x) for x in xs])
         ax.minorticks_off()

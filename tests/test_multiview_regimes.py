@@ -33,6 +33,63 @@ def test_paper_regime_is_inside_the_alpha_prime_and_big_noise_bounds_and_tuned_i
         regime_config("nope", 100)
 
 
+def test_headline_uses_exact_counts_and_small_s_is_the_binomial_regime():
+    assert regime_config("paper", 100)["counts"] == "exact"
+    assert regime_config("small_s", 100)["counts"] == "binomial"
+    rows = mv.regime_table(100, 16, 3.0, 8, 800, 100, 8.0, 0.5, 0.01, 0.02, **regime_config("paper", 100))
+    assert _inside(rows, "patch-count law") is True and _inside(rows, "easy samples with no common patch") is True
+    rows = mv.regime_table(100, 16, 3.0, 8, 800, 100, 8.0, 0.5, 0.01, 0.02, **regime_config("small_s", 100))
+    share = next(r["value"] for r in rows if r["parameter"] == "easy samples with no common patch")
+    assert share == f"{(13 / 16) ** 16:.3%}" and _inside(rows, "patch-count law") is False
+    # the rows issue 24 §3 asks for: lucky neurons (8 vs ≈ 0.11), big noise per coordinate (0.46 vs 0.22), α′·k
+    lucky = next(r for r in rows if r["parameter"] == "lucky neurons per feature (coarse)")
+    assert lucky["value"] == pytest.approx(8.0, rel=1e-3) and lucky["paper value at this d"] == "0.11"
+    assert lucky["inside"] is False
+    big = next(r for r in rows if r["parameter"] == "big noise per coordinate σ_ζ*")
+    assert big["value"] == pytest.approx(0.4605, abs=1e-4) and big["inside"] is False
+    assert any(r["parameter"].startswith("α′·k") for r in rows)
+    k_row = next(r for r in rows if r["parameter"] == "k")
+    assert "k ≥ s·log⁵ d" in k_row["paper condition (B.3)"] and k_row["inside"] is False
+
+
+def test_settle_rule():
+    from sims.multiview.regimes import settle
+
+    flat = {1600: 0.38, 1700: 0.39, 1800: 0.38, 1900: 0.37, 2000: 0.38}
+    assert settle(flat, 2000, 0.05)["settled"] is True
+    falling = {1600: 0.20, 1700: 0.18, 1800: 0.16, 1900: 0.14, 2000: 0.12}
+    r = settle(falling, 2000, 0.05)
+    assert r["settled"] is False and r["drift"] == pytest.approx(0.08)
+    with pytest.raises(ValueError, match="settling"):
+        settle({2000: 0.1}, 2000, 0.05)
+
+
+def test_exact_counts_place_exactly_s_patches():
+    import torch
+
+    from sims.multiview.data import BIG_NOISE, COMMON, FEATURE_NOISE, SUBCLASS, HierarchicalMultiView
+
+    dm = HierarchicalMultiView(50, 16, 3, 4, counts="exact")
+    g = torch.Generator().manual_seed(0)
+    e = dm.sample(64, generator=g).kinds
+    h = dm.sample(64, hard=True, generator=g).kinds
+    assert ((e == COMMON).sum(1) == 3).all() and ((e == SUBCLASS).sum(1) == 3).all()
+    assert ((h == SUBCLASS).sum(1) == 3).all() and ((h == FEATURE_NOISE).sum(1) == 3).all()
+    assert ((h == BIG_NOISE).sum(1) == 1).all() and ((h == COMMON).sum(1) == 0).all()
+    # the placement is uniform over the P slots: every slot is common for ≈ s/P of the samples
+    e = dm.sample(16 * 512, generator=g).kinds
+    frac = (e == COMMON).double().mean(0)
+    assert float((frac - 3 / 16).abs().max()) < 5 * (3 / 16 * 13 / 16 / (16 * 512)) ** 0.5
+    with pytest.raises(ValueError, match="integer"):
+        HierarchicalMultiView(50, 16, 2.5, 4, counts="exact")
+    with pytest.raises(ValueError, match="2s"):
+        HierarchicalMultiView(50, 6, 3, 4, counts="exact")
+    with pytest.raises(ValueError, match="counts"):
+        HierarchicalMultiView(50, 16, 3, 4, counts="poisson")
+    with pytest.raises(ValueError, match="counts"):
+        validate_config({"counts": "poisson"})
+
+
 def test_horizons_span_20x_and_the_settings_validate():
     for quick in (True, False):
         hz = HORIZONS[quick]
@@ -41,8 +98,12 @@ def test_horizons_span_20x_and_the_settings_validate():
             st = sweep_settings(quick, r)
             cfg = validate_config({**st["base_config"], "k": max(st["ks"])})
             assert cfg["steps"] == hz[-1] and all(t % cfg["eval_every"] == 0 for t in hz)
-        for c in scaling_configs(quick):
-            assert validate_config(c)["steps"] == round(1.5 * c["d"])
+        for c in scaling_configs(quick):  # one T for every d: d and the training length are not mixed
+            assert validate_config(c)["steps"] == hz[-1]
+        # the settled window (last 20 %) holds ≥ 2 evaluation steps ending at T
+        from sims.multiview.regimes import EVAL_EVERY, settle_steps
+        win = settle_steps(hz[-1], EVAL_EVERY[quick])
+        assert len(win) >= 3 and win[-1] == hz[-1] and win[0] >= 0.8 * hz[-1]
 
 
 def test_at_horizon_reads_the_curves():
@@ -67,6 +128,7 @@ def test_example_config_loads_and_agrees_with_the_data_model():
     p = regime_config("paper", cfg["d"])
     for key in ("iota_lower", "iota_upper", "hard_noise_norm"):
         assert cfg[key] == pytest.approx(p[key], rel=1e-5), key
+    assert cfg["counts"] == p["counts"] == "exact"
 
 
 def test_bias_threshold_is_the_learners_bias():

@@ -183,7 +183,7 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
                  noise_norm: float, sigma0: float, eta: float, c0: float = 0.05, *, c_b_coarse: float | None = None,
                  c_b_fine: float | None = None, iota: float = 0.1, iota_lower: float | None = None,
                  iota_upper: float | None = None, hard_noise_norm: float | None = None, steps: int | None = None,
-                 batch: int | None = None) -> list[dict]:
+                 batch: int | None = None, counts: str | None = None) -> list[dict]:
     """The paper's conditions (FG B.3) next to our values, one row per parameter, and whether each value is inside
     the paper's assumption (``inside``: True / False; 'n/a' where the paper fixes no number at finite d).
 
@@ -200,7 +200,9 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
         _row("P", P, "P σ_ζ ≥ ω(polylog d), P ≤ poly(d) (item 13)", f"P σ_ζ = {P * noise_norm / math.sqrt(d):.2g} vs "
              f"log d = {L:.2f}", P * noise_norm / math.sqrt(d) >= L),
         _row("s", s, "s ≥ polylog(d), degree > 15 (item 10)", f"log^15 d = {L ** 15:.1e}", s >= L ** 15),
-        _row("k", k, "polylog(d) ≤ k ≤ d^0.4, s ≥ log^5 d·k (item 4)", f"[{L:.2f}, {d ** 0.4:.2f}]", L <= k <= d ** 0.4),
+        _row("k", k, "polylog(d) ≤ k ≤ d^0.4 and k ≥ s·log⁵ d (item 4: k bounded below by a polylog of high "
+             "degree)", f"[max({L:.2f}, s·log⁵ d = {s * L ** 5:.0f}), {d ** 0.4:.2f}]",
+             L <= k <= d ** 0.4 and k >= s * L ** 5),
         _row("m_coarse", m_coarse, "Θ(d^{2+2c0}) (Prop 1; Θ read as one decade each way)", f"{wc:.0f}",
              0.1 * wc <= m_coarse <= 10 * wc),
         _row("m_fine", m_fine, "Θ(d^{1+2c0}) per subclass (Prop 2; one decade each way)", f"{wf:.0f}",
@@ -218,14 +220,33 @@ def regime_table(d: int, P: int, s: float, k: int, m_coarse: int, m_fine: int, l
         _row("noise norm σ_ζ√d", noise_norm, "σ_ζ = 1/(log^10 d √d) (item 11)", f"{L ** -10:.1e}",
              noise_norm <= 1.5 * L ** -10),
     ]
+    # lucky neurons per feature: ours from (m, c_b), the paper's from its own pair m = d^{2+2c0}, c_b = 4 + 2c0
+    ours_lucky = m_coarse * float(gaussian_tail(bias_threshold(cbc, d)))
+    paper_lucky = wc * float(gaussian_tail(bias_threshold(paper_c_b(c0), d)))
+    rows.append(_row("lucky neurons per feature (coarse)", round(ours_lucky, 2),
+                     "m·Q(√(c_b log d)) at the paper's pair m = d^{2+2c0}, c_b = 4 + 2c0 (Prop 1; one decade each way)",
+                     f"{paper_lucky:.2g}", 0.1 * paper_lucky <= ours_lucky <= 10 * paper_lucky))
+    if counts is not None:
+        share = (1 - s / P) ** P if counts == "binomial" else 0.0
+        rows.append(_row("patch-count law", counts, "s ≥ polylog(d) (item 10): counts concentrate, |P(X; v)| = "
+                         "(1 ± s^{-1/3}) s w.p. 1 − e^{−Ω(log² d)} (Eq 213)", "concentrated (exact at this s)",
+                         counts == "exact"))
+        rows.append(_row("easy samples with no common patch", f"{share:.3%}", "e^{−Ω(log² d)} (Eq 213)",
+                         f"e^(−log² d) = {math.exp(-L * L):.1e}", share <= math.exp(-L * L)))
     if iota_lower is not None and iota_upper is not None:
         rows.append(_row("α′ lower ι_lower", iota_lower, "ι_lower ≥ 1/log⁴ d (item 8)", f"{L ** -4:.4f}",
                          iota_lower >= L ** -4 * (1 - 1e-9)))
         rows.append(_row("α′ upper: s·ι_upper", round(s * iota_upper, 4), "s·ι_upper ≤ O(1/log d) (item 8)",
                          f"{1 / L:.3f}", s * iota_upper <= (1 + 1e-9) / L))
+        rows.append(_row("α′·k (mean α′ times k)", round((iota_lower + iota_upper) / 2 * k, 3),
+                         "of order log d (Lemma E.8's argument; one decade each way)", f"log d = {L:.2f}",
+                         0.1 * L <= (iota_lower + iota_upper) / 2 * k <= 10 * L))
     if hard_noise_norm is not None:
         rows.append(_row("big noise σ_ζ*√d", hard_noise_norm, "σ_ζ*√d ≥ ω(polylog d) (item 12, Eq 117)",
                          f"log d = {L:.2f}", hard_noise_norm >= L * (1 - 1e-9)))
+        rows.append(_row("big noise per coordinate σ_ζ*", round(hard_noise_norm / math.sqrt(d), 4),
+                         "σ_ζ* ≤ O(1/polylog d) (item 12's upper edge)", f"1/log d = {1 / L:.3f}",
+                         hard_noise_norm / math.sqrt(d) <= 1 / L))
     if steps is not None:
         rows.append(_row("steps", steps, "T ≤ poly(d) (Thm 5.1, 5.2)", "—", "n/a"))
     if batch is not None:

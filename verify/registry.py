@@ -11,7 +11,8 @@ Status rules (see README):
 * ``refuted``   the claim as stated does not hold here, for any seed (a finding: ``Result.finding`` says
                 what holds instead, ``Result.artifacts`` point at the saved counterexample);
 * ``reported``  the check is declared ``reports=True`` (a conjecture or an open law: its numbers are
-                reported, never judged), or the claim holds for some seeds and not others;
+                reported, never judged), or the claim holds for some seeds and not others, or a seed's
+                Result is ``undecided`` (it measured, but its reading cannot be a verdict: e.g. not settled);
 * ``fail``      the check is broken: it raised, its negative control passed, its positive control did not
                 hold, or it is refuted/reported without a positive control;
 * ``missing``   a catalog id with no registered check.
@@ -76,6 +77,10 @@ class Result:
     """The compared figure's distance from the claim in tolerance units (≤ 1: within tolerance), e.g.
     ``err / tol`` for ``err ≤ tol``, ``t / x`` for ``x ≥ t``, the largest of these over several conditions;
     ``inf`` for an exact (symbolic) comparison that fails. When given, ``holds`` must equal ``miss <= 1``."""
+    undecided: str | None = None
+    """Why this run can give no verdict although it measured (e.g. the judged quantity has not settled at the
+    last horizon): a check any of whose seeds is undecided is ``reported`` with this reason, never ``pass`` or
+    ``refuted`` (it still needs its positive control)."""
 
 
 @dataclasses.dataclass
@@ -363,8 +368,13 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         out.status = "fail"
         out.error = "positive control failed: the comparison does not say 'holds' where the claim holds by construction"
         return out
+    undecided = [f"seed {ctx.seed + s}: {c.undecided}" for s, c in enumerate(claims) if c.undecided]
     if chk.reports() if callable(chk.reports) else chk.reports:
         out.status = "reported"
+    elif undecided:
+        out.status = "reported"
+        note = "No verdict: " + "; ".join(undecided) + "."
+        out.finding = f"{note} {out.finding}" if out.finding else note
     elif n_held == len(claims):
         out.status = "pass"
         return out

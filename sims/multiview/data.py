@@ -12,8 +12,21 @@ Modelling choices the paper leaves open (FG App B.1), all written down here:
   v₋,c = V[2 + k + c].
 * noise: ζ ~ N(0, σ_ζ² I_d) with σ_ζ = noise_norm/√d, so E‖ζ‖ ≈ noise_norm (the paper's σ_ζ = 1/(log¹⁰ d √d)
   would make the noise invisible at d ≈ 100); the hard sample's one big noise patch has σ_ζ* = hard_noise_norm/√d.
-* patch counts (B.1 item 5): each patch is common with probability s/P; each remaining patch is a
-  subclass-feature patch with probability s/(P − |P(X; v_y)|); the rest are noise. α ~ U[1 − ι, 1 + ι].
+* patch counts (B.1 item 5), ``counts=``:
+
+  - ``"exact"``: every easy sample has exactly s common and exactly s subclass-feature patches (a uniformly
+    random placement), every hard sample exactly s subclass-feature and exactly s feature-noise patches. This is
+    the paper's regime: B.3 item 10 assumes s ≥ polylog(d) (degree > 15), and the proofs use the counts'
+    concentration, |P(X; v)| = (1 ± s^{−1/3}) s for every sample with probability 1 − e^{−Ω(log² d)} (the
+    'concentration of the binomial random variable' of Eq 213, Lemma G.2; also Lemma E.5): at the s = 3 that a
+    simulation can afford, exact counts are that concentration's limit, so no training sample lacks its common
+    feature.
+  - ``"binomial"``: each patch is common with probability s/P; each remaining patch is a subclass-feature patch
+    with probability s/(P − |P(X; v_y)|); the rest are noise (mean exactly s each). At s = 3, P = 16 a share
+    (13/16)¹⁶ ≈ 3.6 % of easy training samples carries no common patch: a small-s regime *outside* the paper's
+    assumption (those samples teach a coarse network the subclass features).
+
+  α ~ U[1 − ι, 1 + ι].
 * hard samples (B.1 item 6): common patches become noise; each patch outside P(X; v_{y,c}) becomes a
   feature-noise patch α′v + ζ with probability s/(P − |P(X; v_{y,c})|), α′ ~ U[ι_lower, ι_upper]; one of the
   remaining noise patches (chosen uniformly) gets the larger σ_ζ*. **Distractor feature**: v = v_{−y}, the
@@ -31,6 +44,8 @@ import torch
 
 # patch kinds recorded in Batch.kinds
 NOISE, COMMON, SUBCLASS, FEATURE_NOISE, BIG_NOISE, MIDDLE = 0, 1, 2, 3, 4, 5
+#: patch-count laws of :class:`HierarchicalMultiView` (module docstring)
+COUNT_LAWS = ("binomial", "exact")
 
 
 @dataclasses.dataclass
@@ -83,7 +98,7 @@ class HierarchicalMultiView:
 
     def __init__(self, d: int, P: int, s: float, k: int, *, iota: float = 0.1, iota_lower: float = 0.25,
                  iota_upper: float = 0.5, noise_norm: float = 0.5, hard_noise_norm: float = 2.0,
-                 dictionary: str = "identity", dictionary_seed: int = 0):
+                 dictionary: str = "identity", dictionary_seed: int = 0, counts: str = "binomial"):
         if k < 1:
             raise ValueError(f"k (subclasses per superclass) must be >= 1, got {k}")
         if P < 1 or not 0 < s <= P:
@@ -96,6 +111,15 @@ class HierarchicalMultiView:
             raise ValueError(f"noise norms must be > 0, got {noise_norm}, {hard_noise_norm}")
         if dictionary not in ("identity", "random"):
             raise ValueError(f"dictionary must be 'identity' or 'random', got {dictionary!r}")
+        if counts not in COUNT_LAWS:
+            raise ValueError(f"counts must be one of {COUNT_LAWS}, got {counts!r}")
+        if counts == "exact":
+            if float(s) != int(s):
+                raise ValueError(f"counts='exact' places exactly s patches of each kind: s must be an integer, got {s}")
+            if 2 * int(s) + 1 > P:
+                raise ValueError(f"counts='exact' needs 2s + 1 <= P patches (s subclass, s feature-noise and one "
+                                 f"big-noise patch per hard sample), got s = {s}, P = {P}")
+        self.counts = counts
         self.d, self.P, self.s, self.k = int(d), int(P), float(s), int(k)
         self.iota, self.iota_lower, self.iota_upper = float(iota), float(iota_lower), float(iota_upper)
         self.noise_norm, self.hard_noise_norm = float(noise_norm), float(hard_noise_norm)
@@ -142,6 +166,8 @@ class HierarchicalMultiView:
 
     def _feature_layout(self, n, y_fine, hard, generator, device):
         """Patch kinds (n, P) and the dictionary index of each feature patch (−1 for noise)."""
+        if self.counts == "exact":
+            return self._exact_layout(n, y_fine, hard, generator, device)
         P, s = self.P, self.s
         y = self.coarse_of_fine().to(device)[y_fine]
         common = torch.rand(n, P, generator=generator, device=device) < s / P
@@ -168,6 +194,30 @@ class HierarchicalMultiView:
             has_noise = (kinds == NOISE).any(1)
             rows = torch.arange(n, device=device)[has_noise]
             kinds[rows, best[has_noise]] = BIG_NOISE
+        return kinds, feat
+
+    def _exact_layout(self, n, y_fine, hard, generator, device):
+        """``counts='exact'``: a uniformly random placement of exactly s patches of each kind (module docstring).
+
+        A random permutation of the P patch slots per sample (argsort of iid uniforms): its first s slots carry the
+        common feature (easy) or the feature noise α′v_{−y} (hard), the next s the subclass feature, and (hard) the
+        next one the big noise ζ*; the rest are noise."""
+        P, s = self.P, int(self.s)
+        y = self.coarse_of_fine().to(device)[y_fine]
+        rank = torch.rand(n, P, generator=generator, device=device).argsort(1).argsort(1)  # slot order per sample
+        first, second = rank < s, (rank >= s) & (rank < 2 * s)
+        kinds = torch.zeros(n, P, dtype=torch.int8, device=device)
+        feat = torch.full((n, P), -1, dtype=torch.long, device=device)
+        kinds[second] = SUBCLASS
+        feat = torch.where(second, self.sub_of_fine().to(device)[y_fine][:, None].expand(n, P), feat)
+        common_idx = self.common_of_coarse().to(device)
+        if not hard:
+            kinds[first] = COMMON
+            feat = torch.where(first, common_idx[y][:, None].expand(n, P), feat)
+        else:
+            kinds[first] = FEATURE_NOISE
+            feat = torch.where(first, common_idx[1 - y][:, None].expand(n, P), feat)  # distractor v_{−y}
+            kinds[rank == 2 * s] = BIG_NOISE
         return kinds, feat
 
     def sample(self, n: int, *, hard: bool = False, train: bool = False, generator: torch.Generator,

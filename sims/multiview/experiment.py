@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from sims.multiview.data import MODELS
+from sims.multiview.data import COUNT_LAWS, MODELS
 from sims.multiview.train import train
 from theory.multiview import c_b_for_lucky
 
@@ -37,6 +37,7 @@ DEFAULTS: dict = {
     "noise_norm": 0.5,            # σ_ζ √d (item 11 rescaled)
     "hard_noise_norm": 2.0,       # σ_ζ* √d of the hard sample's big noise patch (item 12 rescaled)
     "dictionary": "identity",     # identity | random (orthonormal)
+    "counts": "binomial",         # patch-count law: binomial (B.1 item 5 at small s) | exact (s ≥ polylog d, B.3 item 10)
     "m_coarse": 800,              # neurons per superclass (Prop 1: Θ(d^{2+2c0}))
     "m_fine": 100,                # neurons per subclass (Prop 2)
     "lucky": 8.0,                 # expected lucky neurons per feature: sets c_b via m·Q(√(c_b log d)) = lucky
@@ -89,6 +90,8 @@ def validate_config(config: dict | None) -> dict:
             raise ValueError(f"config key {key!r} must be 'auto' or a number > 0, got {v!r}")
     if cfg["model"] not in MODELS:
         raise ValueError(f"config key 'model' must be one of {sorted(MODELS)}, got {cfg['model']!r}")
+    if cfg["counts"] not in COUNT_LAWS:
+        raise ValueError(f"config key 'counts' must be one of {list(COUNT_LAWS)}, got {cfg['counts']!r}")
     if cfg["dictionary"] not in ("identity", "random"):
         raise ValueError(f"config key 'dictionary' must be 'identity' or 'random', got {cfg['dictionary']!r}")
     if cfg["dtype"] not in ("float32", "float64"):
@@ -129,7 +132,7 @@ def make_data_model(cfg: dict):
     cls = MODELS[cfg["model"]]
     kw = dict(iota=cfg["iota"], iota_lower=cfg["iota_lower"], iota_upper=cfg["iota_upper"],
               noise_norm=cfg["noise_norm"], hard_noise_norm=cfg["hard_noise_norm"], dictionary=cfg["dictionary"],
-              dictionary_seed=cfg["seed"])
+              dictionary_seed=cfg["seed"], counts=cfg["counts"])
     extra = {"shared_subclass": "shared", "three_level": "k2", "label_noise": "flip"}.get(cfg["model"])
     if extra:
         kw[extra] = cfg[extra]
@@ -187,7 +190,8 @@ def run_experiment(config: dict, device="cpu", progress: bool = False, data_mode
     for lab in cfg["trainings"]:
         f = out[lab]["final"]
         for key in ("train_loss", "easy_err", "hard_err", "growth_ratio", "response_common_lucky",
-                    "response_sub_lucky", "response_common_all", "response_sub_all", "margin_easy"):
+                    "response_sub_lucky", "response_common_all", "response_sub_all", "margin_easy", "lucky_common",
+                    "lucky_sub"):
             summary[f"{lab}_{key}"] = f[key]
     if "fine" in cfg["trainings"]:
         summary["fine_fine_easy_err"] = out["fine"]["final"]["fine_easy_err"]

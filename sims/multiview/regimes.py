@@ -1,17 +1,32 @@
-"""FG regimes: the paper-faithful regime (the headline) and the tuned one, the horizons every training claim is
-judged at, and the d-scaling sweep with T ∝ d (FG Lemma E.4: A(t) = log(Ct + t₀), so Eq 10's Θ(log d) needs
-T = poly(d)).
+"""FG regimes: the paper-faithful regime (the headline), the small-s regime beside it, the horizons every training
+claim is judged at, the settling rule, the d-scaling sweep at a fixed T, and the sensitivity runs that move each
+modelling choice the paper leaves open to the paper's side.
 
-The parameters were fixed from the paper's assumptions (FG B.3; ``theory.multiview.paper_regime``) before any
-run; docs/fg.md lists each one beside its bound.
+Everything here was fixed from the paper's assumptions (FG B.3; ``theory.multiview.paper_regime``) before any run
+of this revision was read; docs/fg.md lists each parameter beside its bound.
 
-* ``paper``: α′ ∈ [1/log⁴ d, 1/(s log d)] (B.3 item 8 at its edges, constants 1), big-noise norm ‖ζ*‖ = log d
-  (item 12 / Lemma E.8, Eq 117), everything else as the tuned regime (d, P, s, k, m, c_b from m·Q = lucky, σ₀, η,
-  batch: departures from B.3 that the sizes force, stated in ``regime_table``).
-* ``tuned``: the earlier regime, α′ ∈ [0.25, 0.5] (≈ 7× the bound at d = 100), ‖ζ*‖ = 2.0 (below log d).
+* ``paper`` (headline): exact patch counts (``counts="exact"``: exactly s common and s subclass patches per easy
+  sample, s subclass and s feature-noise patches per hard one; B.3 item 10's s ≥ polylog(d) makes the counts
+  concentrate, Eq 213), α′ ∈ [1/log⁴ d, 1/(s log d)] (B.3 item 8 at its edges, constants 1), big-noise norm
+  ‖ζ*‖ = log d (item 12 / Lemma E.8, Eq 117); d, P, s, k, m, c_b from m·Q = lucky, σ₀, η, batch: departures from
+  B.3 that the sizes force, stated in ``regime_table``.
+* ``small_s``: the same with Binomial patch counts of mean s = 3 (B.1 item 5 read literally at small s): 3.6 % of
+  easy training samples carry no common patch, which B.3 item 10 excludes. Kept as a second, labelled regime:
+  what it shows is a finding about small s, not about the paper.
+* ``tuned``: the regime of earlier revisions (Binomial counts, α′ ∈ [0.25, 0.5] ≈ 7× item 8's bound, ‖ζ*‖ = 2);
+  available to ``regime_config`` and the sandbox, no longer run by the checks.
 
-Horizons (steps at which every training claim is read, one run per point): full (25, 125, 500), quick
-(10, 50, 200): 20× from the first to the last.
+Horizons (steps at which every training claim is read, one run per point): full (100, 500, 2000), quick (50, 250,
+1000): 20× from the first to the last, evaluated every 100 (quick 50) steps. The earlier horizons 25/125/500 had
+curves still falling at t = 500; these were fixed before any run of this revision.
+
+Settling rule (:func:`settle`): a quantity has settled at T when its readings over the last 20 % of the run
+(t ∈ [0.8 T, T], 5 readings) stay within the check's settling tolerance of its value at T. A claim whose judged
+quantity has not settled gets no verdict (status ``reported``, "not settled").
+
+The d-scaling sweep trains every d for the same T (the last horizon), so d and the training length are not
+mixed; the sensitivity runs (full mode, one seed, quick sizes d = 64) repeat the k-sweep with one choice at a
+time moved to the paper's side.
 """
 from __future__ import annotations
 
@@ -19,42 +34,93 @@ import math
 
 from theory.multiview import paper_regime
 
-REGIMES = ("paper", "tuned")
+REGIMES = ("paper", "small_s")
+ALL_REGIMES = ("paper", "small_s", "tuned")
 HEADLINE = "paper"
 QUICK_BASE = {"d": 64, "m_coarse": 400, "m_fine": 50, "lucky": 4.0, "n_test": 128}
-HORIZONS = {False: (25, 125, 500), True: (10, 50, 200)}
-STEPS_PER_D = 1.5  # T(d) = 1.5 d steps in the d-scaling sweep (150 steps at d = 100, the earlier fixed horizon)
+HORIZONS = {False: (100, 500, 2000), True: (50, 250, 1000)}
+EVAL_EVERY = {False: 100, True: 50}
+SETTLE_FRACTION = 0.2  # the settled part: the last 20 % of the run
+SCALING_DS = {False: (64, 128, 256), True: (32, 64, 128)}
 
 
 def regime_config(regime: str, d: int, s: float = 3.0) -> dict:
     """The config keys a regime sets at patch dimension d (the rest are ``experiment.DEFAULTS``)."""
     if regime == "paper":
-        return paper_regime(d, s)
+        return {**paper_regime(d, s), "counts": "exact"}
+    if regime == "small_s":
+        return {**paper_regime(d, s), "counts": "binomial"}
     if regime == "tuned":
-        return {"iota_lower": 0.25, "iota_upper": 0.5, "hard_noise_norm": 2.0}
-    raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+        return {"iota_lower": 0.25, "iota_upper": 0.5, "hard_noise_norm": 2.0, "counts": "binomial"}
+    raise ValueError(f"regime must be one of {ALL_REGIMES}, got {regime!r}")
 
 
 def sweep_settings(quick: bool, regime: str = HEADLINE) -> dict:
-    """The k-sweep of one regime read at the horizons: k ∈ {2, 4, 8} (paper, full) or {2, 8} (tuned, and quick)
-    at the base d (100 full, 64 quick), trained to the last horizon, evaluated every 25 steps."""
+    """The k-sweep of one regime read at the horizons: k ∈ {2, 4, 8} (headline, full) or {2, 8} (small_s, and
+    quick) at the base d (100 full, 64 quick), trained to the last horizon."""
     base = dict(QUICK_BASE) if quick else {}
     d = base.get("d", 100)
     hz = HORIZONS[quick]
-    base.update(regime_config(regime, d), steps=hz[-1], eval_every=hz[0] if quick else 25)
+    base.update(regime_config(regime, d), steps=hz[-1], eval_every=EVAL_EVERY[quick])
     ks = (2, 4, 8) if (regime == HEADLINE and not quick) else (2, 8)
     return {"base_config": base, "ks": ks, "ds": (d,), "horizons": hz, "regime": regime, "seeds": (0,)}
 
 
 def scaling_configs(quick: bool, k: int = 8) -> list[dict]:
-    """The d-scaling sweep (paper regime, k = 8): d ∈ {64, 128, 256} (quick {32, 64, 128}), T = 1.5 d steps."""
+    """The d-scaling sweep (headline regime, k = 8): d ∈ {64, 128, 256} (quick {32, 64, 128}), every d trained to
+    the same last horizon T and read at every horizon."""
     base = dict(QUICK_BASE) if quick else {}
-    ds = (32, 64, 128) if quick else (64, 128, 256)
+    T = HORIZONS[quick][-1]
+    return [{**base, **regime_config(HEADLINE, d), "d": d, "k": k, "steps": T, "eval_every": EVAL_EVERY[quick]}
+            for d in SCALING_DS[quick]]
+
+
+#: the sensitivity runs: (name, the choice moved to the paper's side, config changes). Each is the headline
+#: regime's k-sweep at the quick sizes (d = 64, m = 400 / 50, 4 lucky neurons per feature), full horizons.
+SENSITIVITY = (
+    ("baseline", "— (headline regime at d = 64)", {}),
+    ("fewer lucky neurons", "lucky 4 → 1 per feature (the paper's (m, c_b) pair implies ≈ 0.1 at d = 100)",
+     {"lucky": 1.0}),
+    ("smaller noise", "σ_ζ√d 0.5 → 0.1 (item 11: 1/log¹⁰ d)", {"noise_norm": 0.1}),
+    ("wider network", "m 400 / 50 → 800 / 100 at the same lucky count (Prop 1: Θ(d^{2+2c₀}))",
+     {"m_coarse": 800, "m_fine": 100}),
+    ("larger batch", "N 32 → 128 (item 15: N ≥ k d log d)", {"batch": 128}),
+    ("smaller init", "σ₀ 0.01 → 0.001, η 0.02 → 0.002 (item 14: σ₀ ≪ 1, η = Θ(σ₀))", {"sigma0": 0.001, "eta": 0.002}),
+    ("Binomial counts", "exact → Binomial counts (away from the paper: the small-s choice)", {"counts": "binomial"}),
+)
+
+
+def sensitivity_settings() -> list[dict]:
+    """One k-sweep per sensitivity run (full horizons, quick sizes): ``[{"name", "choice", "base_config", "ks",
+    "horizons", "regime"}]``."""
     out = []
-    for d in ds:
-        T = int(round(STEPS_PER_D * d))
-        out.append({**base, **regime_config(HEADLINE, d), "d": d, "k": k, "steps": T, "eval_every": min(25, T)})
+    hz = HORIZONS[False]
+    for name, choice, change in SENSITIVITY:
+        base = {**QUICK_BASE, **regime_config(HEADLINE, QUICK_BASE["d"]), "steps": hz[-1],
+                "eval_every": EVAL_EVERY[False], **change}
+        out.append({"name": name, "choice": choice, "base_config": base, "ks": (2, 4, 8), "ds": (QUICK_BASE["d"],),
+                    "horizons": hz, "regime": f"sensitivity: {name}"})
     return out
+
+
+def settle(values_by_step: dict, T: int, tol: float) -> dict:
+    """The settling rule: readings ``{step: value}`` over [0.8 T, T] within ``tol`` of the value at T.
+
+    Returns ``{"settled": bool, "drift": max |q(t) − q(T)|, "window": [first, last step], "tol": tol}``; a window
+    with fewer than 2 readings is an error (the run was not evaluated often enough to tell)."""
+    lo = T * (1 - SETTLE_FRACTION)
+    win = sorted(t for t in values_by_step if lo - 1e-9 <= t <= T)
+    if len(win) < 2 or win[-1] != T:
+        raise ValueError(f"settling needs ≥ 2 readings in [{lo:g}, {T}] ending at T, got steps {win}")
+    qT = values_by_step[T]
+    drift = max(abs(values_by_step[t] - qT) for t in win)
+    return {"settled": bool(drift <= tol), "drift": float(drift), "window": [win[0], win[-1]], "tol": float(tol)}
+
+
+def settle_steps(T: int, eval_every: int) -> list[int]:
+    """The evaluation steps in the settled window [0.8 T, T]."""
+    lo = T * (1 - SETTLE_FRACTION)
+    return [t for t in range(0, T + 1, eval_every) if t >= lo - 1e-9]
 
 
 def at_horizon(result: dict, t: int) -> dict:

@@ -8,27 +8,40 @@ The data-model, SGD-step, initial-geometry and linear-model checks are in :mod:`
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 
-from sims.multiview.regimes import HEADLINE
+from sims.multiview.regimes import HEADLINE, at_horizon
 from sims.multiview.train import torch_threads
 from theory import multiview as mv
 from verify.registry import Result, check
 
 
+def _point_entry(res: dict, steps) -> dict:
+    """One run of a k-sweep as the checks read it: its numbers at ``steps``, the summary, the config, c_b and the
+    train-loss curves (for T₀)."""
+    return {"at": {int(t): at_horizon(res, int(t)) for t in steps}, "summary": res["summary"], "config": res["config"],
+            "c_b": res["c_b"], "curves": {lab: {"step": res[lab]["curves"]["step"],
+                                                "train_loss": res[lab]["curves"]["train_loss"]}
+                                          for lab in ("coarse", "fine") if lab in res}}
+
+
 def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
     """The FG training runs shared by the fg training checks, for one seed (``ctx.seed``).
 
-    Per regime (``sims.multiview.regimes.REGIMES``) its k-sweep read at the horizons, and the d-scaling sweep of
-    the paper regime (T ∝ d). On CPU every run is one task of ``verify.sweep`` (a local process pool of two
-    workers, one file per point under ``sims.cache.cache_root() / "sweeps"``), so an interrupted run resumes; on
-    another device the runs happen in this process (cached on disk).
+    Per regime (``sims.multiview.regimes.REGIMES``; quick: the headline only) its k-sweep read at the horizons and
+    at every step of the settled window, and the d-scaling sweep of the headline regime at a fixed T; in full mode
+    also the sensitivity runs (``sims.multiview.regimes.SENSITIVITY``, seed 0 whatever the check's seed: one table
+    per verify run). On CPU every run is one task of ``verify.sweep`` (a local process pool of two workers, one file
+    per point under ``sims.cache.cache_root() / "sweeps"``), so an interrupted run resumes; on another device the
+    runs happen in this process (cached on disk).
     """
     from sims.cache import cache_root
-    from sims.multiview.experiment import cached_experiment, sweep_points
-    from sims.multiview.regimes import REGIMES, at_horizon, scaling_configs, sweep_settings
+    from sims.multiview.experiment import cached_experiment, sweep_points, validate_config
+    from sims.multiview.regimes import (EVAL_EVERY, HORIZONS, REGIMES, scaling_configs, sensitivity_settings,
+                                        settle_steps, sweep_settings)
     from verify.sweep import sweep_runner
 
     plan = []
@@ -37,26 +50,38 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
         for p in sweep_points(st["base_config"], st["ks"], st["ds"], (seed,)):
             plan.append((r, p))
     for p in scaling_configs(quick):
-        plan.append(("scaling", {**p, "seed": int(seed)}))
-    configs = [p for _, p in plan]
+        plan.append(("scaling", validate_config({**p, "seed": int(seed)})))
+    sens = [] if quick else sensitivity_settings()
+    for st in sens:
+        for p in sweep_points(st["base_config"], st["ks"], st["ds"], (0,)):
+            plan.append((st["regime"], p))
+    unique, index = [], {}  # a point shared by two sweeps (the scaling sweep's d = base d) is run once
+    for _, p in plan:
+        key = json.dumps(p, sort_keys=True)
+        if key not in index:
+            index[key] = len(unique)
+            unique.append(p)
     if str(device) == "cpu":
         out = cache_root() / "sweeps" / ("fg_quick" if quick else "fg")
-        results = sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)(configs)
+        runs = sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)(unique)
     else:
-        results = [cached_experiment(p, device=device) for p in configs]
-    sw = {"seed": int(seed), "regimes": {}, "scaling": []}
-    for r, st in settings.items():
-        by_k = {}
-        for (tag, p), res in zip(plan, results):
-            if tag == r:
-                by_k[int(p["k"])] = {"at": {t: at_horizon(res, t) for t in st["horizons"]}, "summary": res["summary"],
-                                     "config": res["config"], "c_b": res["c_b"]}
-        sw["regimes"][r] = {**st, "by_k": by_k}
+        runs = [cached_experiment(p, device=device) for p in unique]
+    results = [runs[index[json.dumps(p, sort_keys=True)]] for _, p in plan]
+    hz = HORIZONS[quick]
+    steps = sorted(set(hz) | set(settle_steps(hz[-1], EVAL_EVERY[quick])))
+    sw = {"seed": int(seed), "regimes": {}, "scaling": [], "sensitivity": {}}
+    for r, st in list(settings.items()) + [(st["regime"], st) for st in sens]:
+        by_k = {int(p["k"]): _point_entry(res, steps) for (tag, p), res in zip(plan, results) if tag == r}
+        entry = {**st, "by_k": by_k}
+        if r in settings:
+            sw["regimes"][r] = entry
+        else:
+            sw["sensitivity"][st["name"]] = entry
     for (tag, p), res in zip(plan, results):
         if tag == "scaling":
             sw["scaling"].append({"d": int(p["d"]), "steps": int(p["steps"]), "summary": res["summary"],
                                   "final": at_horizon(res, int(p["steps"])), "config": res["config"],
-                                  "c_b": res["c_b"]})
+                                  "c_b": res["c_b"], "at": {int(t): at_horizon(res, int(t)) for t in steps}})
     return sw
 
 
@@ -66,7 +91,7 @@ def regime_rows(cfg: dict, c_b: dict) -> list[dict]:
                            cfg["noise_norm"], cfg["sigma0"], cfg["eta"], c_b_coarse=c_b["coarse"],
                            c_b_fine=c_b["fine"], iota=cfg["iota"], iota_lower=cfg["iota_lower"],
                            iota_upper=cfg["iota_upper"], hard_noise_norm=cfg["hard_noise_norm"], steps=cfg["steps"],
-                           batch=cfg["batch"])
+                           batch=cfg["batch"], counts=cfg.get("counts"))
     word = {True: "inside", False: "OUTSIDE"}
     return [{"parameter": r["parameter"], "ours": r["value"], "paper": r["paper value at this d"],
              "inside?": word.get(r["inside"], r["inside"])} for r in rows]
@@ -138,12 +163,18 @@ def _coarse_claim(train_loss, easy, hard) -> float:
                _ge(hard, COARSE_TOL["hard_err_min"]))
 
 
-def _per_horizon(sw: dict, judge) -> tuple[dict, dict]:
-    """``judge(regime_settings, t) -> (miss, numbers)`` at every horizon of every regime: (misses, numbers), each
-    ``{regime: {t: …}}``. The headline regime's worst horizon decides the status. A judge returns miss ``None``
-    for a horizon its claim does not speak about (before the theorem's T); that horizon is shown, not judged."""
+#: settling tolerances (absolute, in the judged quantity's own units): an error rate within 0.05 (the o(1)
+#: tolerance, ≈ 1.5 binomial SE on 256 test samples), a log-log slope within 0.1, a gap within 0.05
+SETTLE_TOL = {"error": 0.05, "slope": 0.1, "gap": 0.05}
+
+
+def _per_horizon(sw: dict, judge, entries=None) -> tuple[dict, dict]:
+    """``judge(k_sweep, t) -> (miss, numbers)`` at every horizon of every regime (or of ``entries``, a dict of
+    k-sweeps): (misses, numbers), each ``{regime: {t: …}}``. The headline regime's worst horizon decides the status.
+    A judge returns miss ``None`` for a horizon its claim does not speak about (before the theorem's T₀); that
+    horizon is shown, not judged."""
     misses, numbers = {}, {}
-    for r, st in sw["regimes"].items():
+    for r, st in (entries if entries is not None else sw["regimes"]).items():
         misses[r], numbers[r] = {}, {}
         for t in st["horizons"]:
             m, nums = judge(st, t)
@@ -154,100 +185,195 @@ def _per_horizon(sw: dict, judge) -> tuple[dict, dict]:
 
 
 def _verdicts(misses: dict) -> dict:
-    """'holds at 50, 250; fails at 1000' per regime (which verdict comes from which regime and horizon)."""
+    """'holds at 100, 500; fails at 2000' per regime (which verdict comes from which regime and horizon)."""
     out = {}
     for r, ms in misses.items():
         ok = [t for t, m in ms.items() if m <= 1]
         bad = [t for t, m in ms.items() if m > 1]
         txt = (f"holds at t = {', '.join(map(str, ok))}" if ok else "") + ("; " if ok and bad else "") + (
-            f"fails at t = {', '.join(map(str, bad))}" if bad else "")
+            f"fails at t = {', '.join(map(str, bad))}" if bad else "") or "not judged at any horizon"
         out[f"{r}{' (headline: decides the status)' if r == HEADLINE else ' (second regime: reported only)'}"] = txt
     return out
 
 
-def _training_result(sw, misses, numbers, expected, claim: str) -> Result:
+def _settling(st: dict, quantity, tol: float) -> dict:
+    """The settling rule of ``sims.multiview.regimes.settle`` applied to ``quantity(k_sweep, t)`` over the settled
+    window of one k-sweep."""
+    from sims.multiview.regimes import settle, settle_steps
+
+    T = st["horizons"][-1]
+    ev = int(st["base_config"]["eval_every"])
+    vals = {t: float(quantity(st, t)) for t in settle_steps(T, ev)}
+    return settle(vals, T, tol)
+
+
+def _sensitivity(sw: dict, judge, quantity=None, tol=None) -> list[dict]:
+    """One row per sensitivity run: the choice moved, the verdict (holds at every horizon, or where it fails) and
+    whether the judged quantity settled. Empty in quick mode (the runs are full-mode only)."""
+    rows = []
+    for name, st in sw.get("sensitivity", {}).items():
+        ms, nums = _per_horizon(sw, judge, {name: st})
+        ms, nums = ms[name], nums[name]
+        bad = [t for t, m in ms.items() if m > 1]
+        row = {"run": name, "choice": st["choice"], "holds": "yes" if not bad and ms else (
+            "not judged" if not ms else f"no (fails at t = {', '.join(map(str, bad))})"),
+               "worst miss": round(max(ms.values()), 3) if ms else None,
+               f"at t = {st['horizons'][-1]}": nums[st["horizons"][-1]]}
+        if quantity is not None:
+            se = _settling(st, quantity, tol)
+            row["settled"] = f"{'yes' if se['settled'] else 'NO'} (drift {se['drift']:.3f} ≤ {tol}?)"
+        rows.append(row)
+    return rows
+
+
+def _about(rows: list[dict]) -> str:
+    """Whether a failing headline verdict survives every choice moved to the paper's side: 'about the paper' only
+    if it fails in the baseline and in every run that moves a choice towards the paper."""
+    if not rows:
+        return "(sensitivity runs are full-mode only: no statement about which choice produces it)"
+    toward = [r for r in rows if r["run"] not in ("baseline", "Binomial counts")]
+    base = [r for r in rows if r["run"] == "baseline"]
+    survives = [r["run"] for r in toward if r["holds"] != "yes"]
+    goes = [r["run"] for r in toward if r["holds"] == "yes"]
+    if base and base[0]["holds"] == "yes":
+        return ("it does not reproduce in the sensitivity baseline (d = 64): a finding about the headline's sizes, "
+                "not about the paper")
+    if not goes:
+        return f"it survives every choice moved to the paper's side ({', '.join(survives)}): a finding about the paper"
+    return (f"it goes away when {', '.join(goes)} is moved to the paper's side: a finding about "
+            f"{'that choice' if len(goes) == 1 else 'those choices'}, not about the paper")
+
+
+def _training_result(sw, misses, numbers, expected, claim: str, settling: dict | None = None,
+                     sensitivity: list | None = None) -> Result:
+    """The Result of a training check: the headline regime's worst judged horizon decides; a judged quantity
+    that has not settled at T (``settling['settled']`` false) makes the run undecided (status reported)."""
     from sims.multiview.regimes import HEADLINE as H
 
-    miss = max(misses[H].values())
-    hold = miss <= 1
+    judged = misses[H]
+    if not judged:  # no horizon judged (e.g. T₀ never reached): nothing to decide
+        miss, hold = float("inf"), False
+    else:
+        miss = max(judged.values())
+        hold = miss <= 1
     v = _verdicts(misses)
     finding = None
+    rows = sensitivity or []
     if not hold:
         finding = (f"{claim} does not hold in the paper-faithful regime at every horizon (seed {sw['seed']}): "
-                   + "; ".join(f"{r}: {t}" for r, t in v.items()))
+                   + "; ".join(f"{r}: {t}" for r, t in v.items()) + ". Sensitivity: " + _about(rows))
+    undecided = None
+    if not judged:
+        undecided = f"{claim}: no horizon could be judged (see 'judged' in the numbers)"
+    elif settling is not None and not settling["settled"]:
+        undecided = (f"the judged quantity has not settled at T = {settling['window'][1]}: it moves by "
+                     f"{settling['drift']:.3f} over t ∈ [{settling['window'][0]}, {settling['window'][1]}] "
+                     f"(settling tolerance {settling['tol']})")
+    details = {"verdict per regime": v, "miss per regime and horizon": misses}
+    if settling is not None:
+        details["settling (headline, last 20 % of the run)"] = settling
+    if sensitivity is not None:
+        details["sensitivity"] = rows or "full mode only"
     return Result(measured={r: {f"t={t}": n for t, n in numbers[r].items()} for r in numbers}, expected=expected,
-                  holds=bool(hold), miss=_finite(miss), finding=finding,
-                  details={"verdict per regime": v, "miss per regime and horizon": misses, **_regime_details(sw)})
+                  holds=bool(hold), miss=_finite(miss), finding=finding, undecided=undecided,
+                  details={**details, **_regime_details(sw)})
 
 
 @check("fg.coarse_training", equation="Thm 5.1 / E.1, Lemma E.8", kind="sim",
        tolerance="hard error ≥ 0.15 (Ω(1), 'for all t') at every horizon (3, 20× apart); train loss ≤ 0.05 and easy "
-                 "error ≤ 0.05 (o(1)) at the last horizon T (Lemma E.1: 'T = T₁,₁ or any time beyond it')",
+                 "error ≤ 0.05 (o(1)) at the last horizon T (Lemma E.1: 'T = T₁,₁ or any time beyond it'); the hard "
+                 "error settled over the last 20 % of the run (within 0.05), else no verdict",
        tolerance_reason="o(1) and Ω(1) at one finite d need numbers: 0.05 is 6–13 test samples of 128–256, far above "
                         "the 0–1 errors measured; 0.15 is 3 binomial standard errors above 0.05",
-       negative_control="the same three conditions applied to the fine-trained network (Thm 5.1 transplanted)",
+       negative_control="a realistic bookkeeping bug on the same runs: the easy and hard test sets mixed up (the "
+                        "easy-sample error read as the hard-sample error and vice versa)",
        positive_control="the same comparison on numbers built to satisfy Thm 5.1 (loss 0.01, easy 0, hard 0.5 at "
                         "every horizon)",
        figures=("fg.test_error_curves",))
 def coarse_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
-    lab = "fine" if planted else "coarse"
 
     def judge(st, t):
-        a = st["by_k"][max(st["ks"])]["at"][t][lab]
+        a = dict(st["by_k"][max(st["ks"])]["at"][t]["coarse"])
+        if planted:
+            a["easy_err"], a["hard_err"] = a["hard_err"], a["easy_err"]
         if positive:
             a = {"train_loss": 0.01, "easy_err": 0.0, "hard_err": 0.5}
+        nums = {"loss": round(a["train_loss"], 4), "easy": a["easy_err"], "hard": a["hard_err"]}
         if t != st["horizons"][-1]:  # Lemma E.1: loss and easy error from T on (T = the last horizon); hard: all t
-            return _ge(a["hard_err"], COARSE_TOL["hard_err_min"]), {"loss": round(a["train_loss"], 4),
-                                                                    "easy": a["easy_err"], "hard": a["hard_err"]}
-        return (_coarse_claim(a["train_loss"], a["easy_err"], a["hard_err"]),
-                {"loss": round(a["train_loss"], 4), "easy": a["easy_err"], "hard": a["hard_err"]})
+            return _ge(a["hard_err"], COARSE_TOL["hard_err_min"]), nums
+        return _coarse_claim(a["train_loss"], a["easy_err"], a["hard_err"]), nums
+
+    def hard(st, t):
+        return st["by_k"][max(st["ks"])]["at"][t]["coarse"]["hard_err"]
 
     misses, numbers = _per_horizon(sw, judge)
+    settling = None if positive else _settling(sw["regimes"][HEADLINE], hard, SETTLE_TOL["error"])
+    sens = None if (planted or positive) else _sensitivity(sw, judge, hard, SETTLE_TOL["error"])
     return _training_result(sw, misses, numbers, "loss ≤ 0.05, easy ≤ 0.05, hard ≥ 0.15 at every t (k = k_max)",
-                            "Thm 5.1 (coarse training: hard error Ω(1) for all t)")
+                            "Thm 5.1 (coarse training: hard error Ω(1) for all t)", settling, sens)
+
+
+def fine_t0(entry: dict) -> int | None:
+    """T₀ of Thm G.3 read off a fine run: the first evaluation step whose fine train loss (mean batch loss since the
+    previous reading) is ≤ 0.05, Thm 5.1's own o(1) number (Def G.2: the first time a logit margin B ≤ log(3/2) is
+    reached; a loss ≤ 0.05 means every margin is ≥ log(2k/0.05)-ish, past it). None if never reached."""
+    c = entry["curves"]["fine"]
+    for t, loss in zip(c["step"], c["train_loss"]):
+        if loss is not None and loss <= COARSE_TOL["train_loss"]:
+            return int(t)
+    return None
 
 
 @check("fg.fine_training", equation="Thm 5.2 / G.3", kind="sim",
-       tolerance="easy and hard coarse error (F̂ = max_c F_{y,c}) ≤ 0.05 and fine-task error ≤ 0.1 at the last "
-                 "horizon T and at every earlier horizon whose fine train loss is already ≤ 0.05 (Thm G.3 speaks of "
-                 "t = T₀, when the margin is reached, and its Remark of every later t)",
+       tolerance="easy and hard coarse error (F̂ = max_c F_{y,c}) ≤ 0.05 and fine-task error ≤ 0.1 at every horizon "
+                 "from T₀ on (T₀: the first reading with fine train loss ≤ 0.05; Thm G.3 speaks of t = T₀ and its "
+                 "Remark of every later t); the hard error settled over the last 20 % of the run (within 0.05)",
        tolerance_reason="o(1) at one finite d: 0.05 = 6–13 of 128–256 test samples; the fine task has 2k classes, "
                         "its error gets twice the room; T₀ read off the training loss with Thm 5.1's own 0.05",
-       negative_control="the same easy/hard conditions applied to the coarse-trained network (its hard error is "
-                        "Ω(1)); the coarse network has no fine task, so that condition is left out",
-       positive_control="the same comparison on numbers built to satisfy Thm 5.2 (easy 0, hard 0.01, fine 0.02)",
+       negative_control="the same easy/hard conditions read off the coarse-trained network's curves (the wrong run: "
+                        "its hard error is Ω(1)); the coarse network has no fine task, so that condition is left out",
+       positive_control="the same comparison on numbers built to satisfy Thm 5.2 (easy 0, hard 0.01, fine 0.02, T₀ at "
+                        "the first horizon)",
        figures=("fg.test_error_curves",))
 def fine_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
 
     def judge(st, t):
-        at = st["by_k"][max(st["ks"])]["at"][t]
+        e = st["by_k"][max(st["ks"])]
+        at = e["at"][t]
         if positive:
-            a = {"easy_err": 0.0, "hard_err": 0.01, "fine_easy_err": 0.02}
+            a, t0 = {"easy_err": 0.0, "hard_err": 0.01, "fine_easy_err": 0.02}, st["horizons"][0]
         else:
-            a = at["coarse" if planted else "fine"]
-        nums = {"easy": a["easy_err"], "hard": a["hard_err"]}
-        loss = at["coarse" if planted else "fine"]["train_loss"]
-        if t != st["horizons"][-1] and loss > COARSE_TOL["train_loss"] and not positive:
-            return None, {**nums, "judged": f"no: before T₀ (train loss {loss:.3f} > {COARSE_TOL['train_loss']})"}
+            a, t0 = at["coarse" if planted else "fine"], fine_t0(e)
+        nums = {"easy": a["easy_err"], "hard": a["hard_err"], "T₀": t0}
+        if t0 is None or t < t0:
+            return None, {**nums, "judged": f"no: before T₀ ({'never reached' if t0 is None else t0})"}
         m = max(_le(a["easy_err"], 0.05), _le(a["hard_err"], 0.05))
         if not planted:
             m = max(m, _le(a["fine_easy_err"], 0.1))
             nums["fine task"] = a["fine_easy_err"]
         return m, nums
 
+    def hard(st, t):
+        return st["by_k"][max(st["ks"])]["at"][t]["fine"]["hard_err"]
+
     misses, numbers = _per_horizon(sw, judge)
-    return _training_result(sw, misses, numbers, "easy ≤ 0.05, hard ≤ 0.05, fine task ≤ 0.1 from T₀ on (k = k_max)",
-                            "Thm 5.2 (fine training: easy and hard error o(1))")
+    settling = None if positive else _settling(sw["regimes"][HEADLINE], hard, SETTLE_TOL["error"])
+    sens = None if (planted or positive) else _sensitivity(sw, judge, hard, SETTLE_TOL["error"])
+    r = _training_result(sw, misses, numbers, "easy ≤ 0.05, hard ≤ 0.05, fine task ≤ 0.1 from T₀ on (k = k_max)",
+                         "Thm 5.2 (fine training: easy and hard error o(1))", settling, sens)
+    r.details["T₀ per regime (first reading with fine train loss ≤ 0.05)"] = {
+        reg: fine_t0(st["by_k"][max(st["ks"])]) for reg, st in sw["regimes"].items()}
+    return r
 
 
 # ---------------------------------------------------------------------------------------------------------------
 @check("fg.growth_ratio", equation="Sec 5.2, Lemma E.5, Lemma G.2", kind="sim",
        tolerance="at every horizon: coarse log-log slope of the ratio vs k in [0.5, 1.5]; fine ratio in [1/4, 1] at "
-                 "every k and |slope| ≤ 0.35",
+                 "every k and |slope| ≤ 0.35; the coarse slope settled over the last 20 % of the run (within 0.1)",
        tolerance_reason="Θ(k) read as a power law with exponent 1 ± 0.5 over k ∈ 2..8; Lemma G.2's constant range "
                         "[1/4, 2/3]/(1 − O(1/k)) widened to [1/4, 1]",
        negative_control="the roles swapped: coarse growth claimed k-independent and fine growth Θ(k)",
@@ -274,17 +400,24 @@ def growth_ratio(ctx, planted, positive=False):
         return m, {"k": list(ks), "coarse": [round(r, 2) for r in rc], "coarse slope": round(sc, 2),
                    "fine": [round(r, 2) for r in rf], "fine slope": round(sf, 2)}
 
+    def slope(st, t):
+        return _loglog_slope(st["ks"], [st["by_k"][k]["at"][t]["coarse"]["growth_ratio"] for k in st["ks"]])
+
     misses, numbers = _per_horizon(sw, judge)
+    settling = None if positive else _settling(sw["regimes"][HEADLINE], slope, SETTLE_TOL["slope"])
+    sens = None if (planted or positive) else _sensitivity(sw, judge, slope, SETTLE_TOL["slope"])
     return _training_result(sw, misses, numbers, "coarse slope ∈ [0.5, 1.5]; fine ratio ∈ [1/4, 1], |slope| ≤ 0.35 "
-                            "at every t", "the growth ratio (Lemma E.5 / G.2)")
+                            "at every t", "the growth ratio (Lemma E.5 / G.2)", settling, sens)
 
 
 @check("fg.activation_scale", equation="Eq 10–11, Lemma E.4", kind="sim",
-       tolerance="common/subclass response ratio ≥ 2 at the largest k and increasing in k (k-sweep, last horizon); "
-                 "common response increasing in d and ∝ (log d)^γ with γ ∈ [0.5, 1.5], trained T = 1.5 d steps",
-       tolerance_reason="Θ(log d) read as an exponent 1 ± 0.5 in log d over d = 64..256 (quick 32..128) at T ∝ d "
-                        "(Lemma E.4: A(T) = log(CT + t₀)); the subclass response vanishing read as at least a factor "
-                        "2 below the common one",
+       tolerance="common/subclass response ratio of the lucky neurons ≥ 2 at the largest k and increasing in k "
+                 "(k-sweep, last horizon); common response increasing in d and ∝ (log d)^γ with γ ∈ [0.5, 1.5] "
+                 "(d-sweep, every d trained the same T); no verdict on γ when its standard error exceeds 0.25",
+       tolerance_reason="Θ(log d) read as an exponent 1 ± 0.5 in log d over d = 64..256 (quick 32..128) at a fixed "
+                        "T (Lemma E.4: A(T) = log(CT + t₀) = Θ(log d) for T = poly(d)); the subclass response "
+                        "vanishing read as at least a factor 2 below the common one; an exponent known only to "
+                        "± 0.25 (1 SE) cannot tell γ = 1 from the window's edge 0.5",
        negative_control="the impartial representation of t = 0 claimed at the end (ratio within 1 ± 0.25)",
        positive_control="the same comparison on responses built to follow Eq 10–11 exactly: common/subclass ratio "
                         "k/2 at each k, common response ∝ log d at each d (the sweep's own k and d)",
@@ -292,6 +425,18 @@ def growth_ratio(ctx, planted, positive=False):
 def activation_scale(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         return _activation_scale(ctx, planted, positive)
+
+
+def _slope_se(x, y) -> float:
+    """Standard error of a least-squares slope (inf with fewer than 3 points)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 3:
+        return math.inf
+    A = np.vstack([x, np.ones_like(x)]).T
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    s2 = float(resid @ resid) / (x.size - 2)
+    return math.sqrt(s2 / float(((x - x.mean()) ** 2).sum()))
 
 
 def _activation_miss(ratio_k, level, ds, planted: bool) -> tuple[float, float]:
@@ -321,33 +466,53 @@ def _activation_scale(ctx, planted, positive):
     margin = [e["summary"]["coarse_margin_easy"] for e in sc]
     loss = [e["final"]["coarse"]["train_loss"] for e in sc]
     miss, gamma = _activation_miss(ratio_k, level, ds, planted)
+    x = np.log(np.log(ds))
+    gamma_se = _slope_se(x, np.log(np.maximum(level, 1e-12)))
     hold = miss <= 1
     gamma_all = _loglog_slope(np.log(ds), level_all)
+    ratio_part = max(_ge(ratio_k[-1], 2.0), _increasing(ratio_k))
+    undecided = None
+    if not planted and ratio_part <= 1 and gamma_se > 0.25:  # the verdict would rest on γ, which is not resolved
+        undecided = (f"the ratio part holds but the exponent γ = {gamma:.2f} has standard error {gamma_se:.2f} "
+                     f"> 0.25 over d = {ds} (3 points, log d {math.log(ds[0]):.1f} → {math.log(ds[-1]):.1f}): the "
+                     f"data cannot tell γ = 1 from the window's edge")
     finding = None
     if not planted and not hold:
         finding = (f"paper regime, seed {sw['seed']}: the common/subclass response ratio of the lucky neurons at "
                    f"k = {ks} is {', '.join(f'{r:.2f}' for r in ratio_k)} (t = {st['horizons'][-1]}); trained "
-                   f"T = {', '.join(str(e['steps']) for e in sc)} steps (∝ d) at d = {ds}, the lucky neurons' common "
-                   f"response is {', '.join(f'{v:.3f}' for v in level)} (γ = {gamma:.2f} in log d), the whole class's "
-                   f"{', '.join(f'{v:.2f}' for v in level_all)} (γ = {gamma_all:.2f}); easy margin "
+                   f"T = {sc[0]['steps']} steps at every d = {ds}, the lucky neurons' common "
+                   f"response is {', '.join(f'{v:.3f}' for v in level)} (γ = {gamma:.2f} ± {gamma_se:.2f} in log d), "
+                   f"the whole class's {', '.join(f'{v:.2f}' for v in level_all)} (γ = {gamma_all:.2f}); easy margin "
                    f"{', '.join(f'{v:.2f}' for v in margin)} against log d = "
                    f"{', '.join(f'{math.log(d):.2f}' for d in ds)} at train loss {', '.join(f'{v:.3f}' for v in loss)}")
+    sens = []
+    for name, e in sw.get("sensitivity", {}).items():
+        rs = [e["by_k"][k]["summary"] for k in e["ks"]]
+        rk = [s_["coarse_response_common_lucky"] / max(s_["coarse_response_sub_lucky"], 1e-12) for s_ in rs]
+        m = max(_ge(rk[-1], 2.0), _increasing(rk))
+        sens.append({"run": name, "choice": e["choice"], "ratio at k": [round(r, 2) for r in rk],
+                     "holds": "yes" if m <= 1 else "no", "worst miss": round(m, 3)})
+    if finding:
+        finding += ". Sensitivity of the ratio part: " + _about(sens)
     return Result(measured={"ratio at k": [round(r, 2) for r in ratio_k], "gamma (log d exponent)": round(gamma, 2),
-                            "response vs d": [round(v, 3) for v in level]},
+                            "gamma SE": round(gamma_se, 2), "response vs d": [round(v, 3) for v in level]},
                   expected="ratio ≥ 2 and increasing; response increasing in d with γ ∈ [0.5, 1.5]", holds=bool(hold),
-                  miss=miss, finding=finding,
-                  details={"regime": "paper (headline); k-sweep at the last horizon, d-sweep at T = 1.5 d", "k": ks,
+                  miss=miss, finding=finding, undecided=undecided,
+                  details={"regime": "paper (headline); k-sweep at the last horizon, d-sweep at one fixed T", "k": ks,
                            "d": ds, "steps T(d)": [e["steps"] for e in sc], "common response (lucky) vs d": level,
+                           "lucky common neurons per d": [e["summary"].get("coarse_lucky_common") for e in sc],
                            "all-neuron common response vs d": level_all,
                            "all-neuron subclass response vs d": [e["summary"]["coarse_response_sub_all"] for e in sc],
                            "easy-sample margin vs d": margin, "log d": [math.log(d) for d in ds],
                            "coarse train loss vs d": loss,
+                           "sensitivity (ratio part, k-sweep at d = 64)": sens or "full mode only",
                            f"regime paper (d-scaling, d = {ds[-1]})": regime_rows(sc[-1]["config"], sc[-1]["c_b"])})
 
 
 # ---------------------------------------------------------------------------------------------------------------
 @check("fg.granularity_sweep", equation="Thm 5.1 vs Thm 5.2", kind="sim",
-       tolerance="at every horizon: gap(k_max) − gap(k_min) ≥ 0.08; gap ≥ 0.1 at every d of the d-sweep (T = 1.5 d)",
+       tolerance="at every horizon: gap(k_max) − gap(k_min) ≥ 0.08; gap ≥ 0.1 at every d of the d-sweep (every d "
+                 "trained the same T, read at every horizon); the k_max gap settled over the last 20 % (within 0.05)",
        tolerance_reason="the gap is a difference of two error rates on 128–256 hard test samples each (SE ≈ 0.03–0.04): "
                         "0.08 and 0.1 are ≥ 2 SE",
        negative_control="the coarse and fine hard errors swapped (the claim that coarse training is the better one)",
@@ -357,9 +522,10 @@ def granularity_sweep_check(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
     sign = -1 if planted else 1
-    gd = {e["d"]: sign * e["final"]["hard_gap"] for e in sw["scaling"]}
-    if positive:
-        gd = {d: 0.4 for d in gd}
+
+    def gap_d(t):
+        gd = {e["d"]: sign * e["at"][t]["hard_gap"] for e in sw["scaling"]}
+        return {d: 0.4 for d in gd} if positive else gd
 
     def judge(st, t):
         ks = st["ks"]
@@ -367,14 +533,22 @@ def granularity_sweep_check(ctx, planted, positive=False):
         if positive:
             gk = {k: 0.05 * k for k in ks}
         m = _ge(gk[max(ks)] - gk[min(ks)], 0.08)
+        nums = {f"gap k={k}": round(v, 3) for k, v in gk.items()}
         if st["regime"] == HEADLINE:
+            gd = gap_d(t)
             m = max(m, *(_ge(v, 0.1) for v in gd.values()))
-        return m, {f"gap k={k}": round(v, 3) for k, v in gk.items()}
+            nums.update({f"gap d={d}": round(v, 3) for d, v in gd.items()})
+        return m, nums
+
+    def gap(st, t):
+        return st["by_k"][max(st["ks"])]["at"][t]["hard_gap"]
 
     misses, numbers = _per_horizon(sw, judge)
+    settling = None if positive else _settling(sw["regimes"][HEADLINE], gap, SETTLE_TOL["gap"])
+    sens = None if (planted or positive) else _sensitivity(sw, judge, gap, SETTLE_TOL["gap"])
     r = _training_result(sw, misses, numbers, "gap grows with k (≥ 0.08 from k_min to k_max) at every t; ≥ 0.1 at "
-                         "every d", "the granularity gap (Thm 5.1 vs 5.2)")
-    r.details["gap vs d (paper regime, T = 1.5 d)"] = {d: round(v, 3) for d, v in gd.items()}
-    if r.finding:
-        r.finding += "; gap vs d at T = 1.5 d: " + ", ".join(f"{v:.3f} (d = {d})" for d, v in gd.items())
+                         "every d", "the granularity gap (Thm 5.1 vs 5.2)", settling, sens)
+    T = sw["regimes"][HEADLINE]["horizons"]
+    r.details["gap vs d (headline regime, k = 8, same T for every d)"] = {
+        f"t={t}": {d: round(v, 3) for d, v in gap_d(t).items()} for t in T}
     return r
