@@ -438,3 +438,23 @@ def test_pickle_from_before_the_origin_revives_relative_to_zero():
     back = pickle.loads(pickle.dumps(st))
     np.testing.assert_array_equal(back._origin, st._origin)
     assert vc.vci(back) == vc.vci(st)
+
+
+def test_batches_longer_than_a_centring_block_far_from_zero():
+    """One batch of 1300 rows (several of update's in-place centring blocks) at an offset of 1e6 spreads: every
+    row is centred (Σ_W to two-pass precision), as with the same rows in batches of 7."""
+    rng = np.random.default_rng(31)
+    K, p = 3, 5
+    y = rng.integers(0, K, size=1300)
+    H = 1e6 + 2 * rng.normal(size=(K, p))[y] + rng.normal(size=(1300, p))
+    Sw, Sb, St = _translated_two_pass(H, y, K)
+    d = np.diag(St)
+    for st in (vc.ClassStats(p, K).update(H, y), vc.ClassStats.from_features(H, y, batch=7)):
+        assert _err(st.sigma_w(), Sw, d) <= 1e-14 and _err(st.sigma_t(), St, d) <= 1e-14
+
+
+def test_means_of_unseen_classes_are_zero_and_of_a_single_sample_the_sample():
+    """``means``: zero rows for classes not seen yet (not the origin), a one-sample class is that sample."""
+    H = np.array([[1e3 + 1.0, 2e3], [1e3 + 3.0, 2e3 + 1.0], [5.0, 7.0]])
+    st = vc.ClassStats(2, 4).update(H, np.array([0, 0, 2]))
+    np.testing.assert_array_equal(st.means, [[1e3 + 2.0, 2e3 + 0.5], [0.0, 0.0], [5.0, 7.0], [0.0, 0.0]])

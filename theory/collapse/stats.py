@@ -39,6 +39,7 @@ from theory.validate import check_finite
 EPS = np.finfo(np.float64).eps
 TINY = np.finfo(np.float64).tiny
 BAND = 256  # stored feature columns stay within [2^-BAND, 2^BAND] in magnitude
+_BLOCK = 512  # rows per block when a batch is centred in place
 _SSQ_LO, _SSQ_HI = 2.0 ** -969, 2.0 ** 1000  # a row's ‖h‖² here is exact to ε: the fast path of the cosine sums
 
 
@@ -184,19 +185,23 @@ class ClassStats:
         np.maximum(self._cmax, np.ldexp(mx, -self._exp), out=self._cmax)
         if self.n == 0:  # the origin o: this first batch's column means (any value inside the data will do)
             self._origin = H.mean(axis=0)
-        if self._origin.any():  # h − o: exact when h and o are within a factor 2 of each other (Sterbenz)
-            Hc = self._buffer("_conv", b)
-            np.subtract(H, self._origin[None, :], out=Hc)
-            H = Hc
-        ind = sps.csr_matrix((np.ones(b), (yl, np.arange(b))), shape=(m, b))
-        mean_b = (ind @ H) / cnt[:, None]
         # Chan et al.: the rank-m merge correction Σ_c n_a n_b/(n_a+n_b) δ_c δ_cᵀ rides in the same SYRK as
         # extra rows √w_c δ_c appended below the centred batch
         n_a = self.counts[classes].astype(np.float64)
         old = np.flatnonzero(n_a > 0)
         X = self._buffer("_work", b + old.size)
-        np.take(mean_b, yl, axis=0, out=X[:b], mode="clip")  # yl is in range: clip only skips the check
-        np.subtract(H, X[:b], out=X[:b])  # centred on the batch's own class means
+        ind = sps.csr_matrix((np.ones(b), (yl, np.arange(b))), shape=(m, b))
+        shifted = bool(self._origin.any())
+        if shifted:  # h − o into X (no extra b×p buffer): exact when h, o are within a factor 2 (Sterbenz)
+            np.subtract(H, self._origin[None, :], out=X[:b])
+            H = X[:b]
+        mean_b = (ind @ H) / cnt[:, None]
+        if shifted:  # centred in place, in row blocks: the gathered means stay in cache
+            for s in range(0, b, _BLOCK):
+                H[s:s + _BLOCK] -= mean_b[yl[s:s + _BLOCK]]
+        else:
+            np.take(mean_b, yl, axis=0, out=X[:b], mode="clip")  # yl is in range: clip only skips the check
+            np.subtract(H, X[:b], out=X[:b])  # centred on the batch's own class means
         if old.size:
             w = np.sqrt(n_a[old] * cnt[old] / (n_a[old] + cnt[old]))
             np.subtract(mean_b[old], self._mean[classes[old]], out=X[b:])
