@@ -9,7 +9,7 @@ is not lost); the path (specificity, per-epoch accuracy) and the penalty's scale
 nd.new_categories judges Tab 4's gain (+1.7 to +2.2 pp within the new classes) with a stated test over several
 independent runs (the paper's figures are "the mean of five independent runs"): the mean of the per-run paired
 differences, a one-sided t-test of H0: Δ ≥ 1.7 pp, and the power of that test to tell +1.7 pp from a level f_all
-(Δ = 0). Without adequate power the check is ``reported`` ("the sample cannot tell").
+(Δ = 0). Without adequate power the Result is ``undecided`` and the check ``reported`` ("the sample cannot tell").
 """
 from __future__ import annotations
 
@@ -123,20 +123,6 @@ def _new_categories_verdicts(gaps: list) -> dict:
             "weak_new_holds": p_new["mean"] >= -tol_new}
 
 
-# The registry's ``reports`` hook cannot see a Result, so the claim's runs leave their "cannot tell" flag here: each
-# claim run appends one; the negative control (which the registry runs right after the claim's seeds) seals them; the
-# registry then asks :func:`_cannot_tell`. A run where the sample cannot tell is ``reported``, never judged.
-_PENDING: list = []
-_SEALED: list = []
-
-
-def _cannot_tell() -> bool:
-    """``reports`` hook of nd.new_categories: True when a replication of the run just judged could not tell."""
-    out = any(_SEALED)
-    _SEALED.clear()
-    return out
-
-
 def _fmt_test(v: dict) -> str:
     t, p = v["tab4"], v["new"]
     return (f"Δ_new = {p['mean']:+.2f} ± {p['se']:.2f} pp (mean of {p['runs']} runs ± SE, from the {p['spread']}); "
@@ -170,7 +156,6 @@ def _fmt_test(v: dict) -> str:
                      f"Tab 4's ResNet-50 gain, +{TAB4_PLANTED_PP:g} pp), in every run: H0 must stand, with adequate "
                      "power",
     figures=("nd.new_categories_accuracy",),
-    reports=_cannot_tell,
 )
 def new_categories(ctx, planted, positive=False):
     """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""
@@ -183,12 +168,10 @@ def new_categories(ctx, planted, positive=False):
     v = _new_categories_verdicts(gaps)
     t4, pn, pa = v["tab4"], v["new"], v["all"]
     tab2_holds = v["miss_tab2"] <= 1
-    undecided = t4["verdict"] == "cannot tell" and tab2_holds
-    if planted:
-        _SEALED[:] = list(_PENDING)
-        _PENDING.clear()
-    elif not positive:
-        _PENDING.append(undecided)
+    undecided = None  # the sample cannot tell (and Tab 2 holds): the registry reports the check, never judges it
+    if t4["verdict"] == "cannot tell" and tab2_holds and not planted and not positive:
+        undecided = (f"the sample cannot tell Tab 4's +{TAB4_GAIN_PP:g} pp from no gain: power {t4['power']:.2f} < "
+                     f"{POWER_MIN:g} (Δ_new = {pn['mean']:+.2f} ± {pn['se']:.2f} pp over {pn['runs']} runs)")
     miss = max(v["miss_tab2"], v["miss_tab4"])
     r0 = runs[0]
     n1, n2 = int(r0["n_base"]), int(r0["n_new"])
@@ -258,7 +241,7 @@ def new_categories(ctx, planted, positive=False):
                            f"{t4['power']:.2f}), all {pa['mean']:+.2f} pp",
                   expected=f"H0: new ≥ +{TAB4_GAIN_PP:g} pp not rejected at α = {ALPHA:g} with power ≥ {POWER_MIN:g} "
                            f"(Tab 4), all ≥ −{v['tol_all']:.2f} pp (Tab 2)",
-                  holds=bool(miss <= 1), miss=float(miss), details=details, finding=finding)
+                  holds=bool(miss <= 1), miss=float(miss), details=details, finding=finding, undecided=undecided)
 
 
 SPECIFIC = 0.5  # reported, not judged: an untargeted pair "keeps" its coefficient if ≥ half of it (vs no penalty)
