@@ -155,3 +155,15 @@ def test_small_configs_are_not_refused_and_force_overrides(monkeypatch):
         sim.preflight(small, "cpu")
     info = sim.preflight(small, "cpu", force=True)
     assert info["estimated_seconds"] > 1800
+
+
+def test_bench_multiview_reads_the_d1000_step_from_the_shipped_config():
+    """The GPU column's d = 1000 row (not reached by the dry run's --tiny) takes its sizes from the config."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_multiview", ROOT / "benchmarks" / "bench_multiview.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sizes = mod.d1000_sizes(False)
+    cfg = sim.load_config(EX / "multiview_d1000.toml")
+    assert sizes == {k: cfg[k] for k in ("d", "P", "s", "k", "m_coarse", "m_fine", "batch")}

@@ -227,6 +227,16 @@ def _verdicts(s: dict) -> dict:
             "gap > 0": s["hard_gap"] > 0}
 
 
+def test_verdicts_do_not_depend_on_the_draw():
+    """The premise of the next test, checked on the CPU: other data (seeds 0 and 1, as CUDA's generator gives)
+    leave the training claims' verdicts of the 200-step config unchanged (measured margins: coarse hard error
+    0.31–0.36 against 0.15, fine hard error 0 against 0.05, seeds 0–2)."""
+    from sims.multiview.experiment import run_experiment
+
+    v = [_verdicts(run_experiment(small_config(steps=200, seed=s))["summary"]) for s in (0, 1)]
+    assert v[0] == v[1] and all(v[0].values()), v
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_cli_sim_on_cuda_gives_the_cpu_verdicts(tmp_path, device):
     """``theorylab sim multiview --device cuda`` and ``--device cpu`` on the same config: the data differ (CUDA's

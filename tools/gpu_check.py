@@ -310,9 +310,10 @@ def key_numbers(p: dict) -> str:
     if p["kind"] == "sim" and "rows" in n:
         return "gap by d: " + ", ".join(f"{r['d']}: {r['hard_gap']:.3f}" for r in n["rows"]
                                         if r.get("hard_gap") is not None)
-    if p["kind"] == "bench":
-        lines = [ln.strip() for ln in p.get("output", "").splitlines() if "GPU" in ln and "skipped" not in ln]
-        return (lines[0][:160] if lines else "")
+    if p["kind"] == "bench":  # the GPU column: its first line and the two after it
+        lines = [ln.strip() for ln in p.get("output", "").splitlines()]
+        at = next((i for i, ln in enumerate(lines) if "GPU" in ln), None)
+        return "" if at is None else " ".join(" ".join(lines[at:at + 3]).split())[:300]
     if p["kind"] == "env":
         return ", ".join(f"{k} {n.get(k)}" for k in ("gpu", "driver", "torch", "torch_cuda"))
     return ""
