@@ -170,25 +170,26 @@ def _haar(rng, n):
 def _thm4_sensitivity(ctx, st, cp):
     """The erratum's counterexample (Haar-orthogonal layers) with each choice moved: size, depth, scale c·O(n)
     (E log⁺‖J‖ = log c > 0), the estimator (explicit product instead of Benettin), and the boundary (a small
-    Gaussian perturbation gives the law a density: the corrected theorem's decay appears). Measured in this run."""
+    Gaussian perturbation gives the law a density: the corrected theorem's decay appears). Measured in this run,
+    with seed 0 for every seed of the run (the counterexample is exact algebra; the simulations are cached once)."""
     rows, ok = {}, True
-    o = rm.centralization_data([2, 64], cp, ["orthogonal"], 2, seed=ctx.seed)
+    o = rm.centralization_data([2, 64], cp, ["orthogonal"], 2, seed=0)
     for n in (2, 64):
         dev = float(np.max(np.abs(o[f"sums_{n}_orthogonal"] - o[f"sums_{n}_orthogonal"][:, :, :1])))
         rows[f"size n = {n} (ours {', '.join(map(str, st['ns']))}), L ≤ {cp[-1]}"] = \
             f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
         ok &= dev < 1e-8
     deep = 5000
-    o = rm.centralization_data([16], [deep], ["orthogonal"], 2, seed=ctx.seed)
+    o = rm.centralization_data([16], [deep], ["orthogonal"], 2, seed=0)
     dev = float(np.max(np.abs(o["sums_16_orthogonal"] - o["sums_16_orthogonal"][:, :, :1])))
     rows[f"depth L = {deep} (ours ≤ {cp[-1]}), n = 16"] = f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
     ok &= dev < 1e-8
-    e = rm.centralization_data([16], cp, ["orthogonal"], 2, seed=ctx.seed, explicit=True)
+    e = rm.centralization_data([16], cp, ["orthogonal"], 2, seed=0, explicit=True)
     dev = float(np.max(np.abs(e["sums_16_orthogonal"])))
     rows["estimator: SVD of the explicit product instead of the Benettin recursion, n = 16"] = \
         f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
     ok &= dev < 1e-8
-    rng = ctx.rng("thm4-sensitivity")
+    rng = np.random.default_rng(0)
     sums = _benettin_numpy(lambda r: 2.0 * _haar(r, 16), 16, 1000, rng)
     dev = float(np.max(np.abs(sums - sums[0])))
     rows["scale 2·O(n) (E log⁺‖J‖ = log 2 > 0, gradient explosion without rank loss), n = 16, L = 1000"] = \
