@@ -313,7 +313,8 @@ def key_numbers(p: dict) -> str:
     if p["kind"] == "bench":  # the GPU column: its first line and the two after it
         lines = [ln.strip() for ln in p.get("output", "").splitlines()]
         at = next((i for i, ln in enumerate(lines) if "GPU" in ln), None)
-        return "" if at is None else " ".join(" ".join(lines[at:at + 3]).split())[:300]
+        pick = lines[at:at + 3] if at is not None else [ln for ln in lines if ln][-3:]  # bench_capture: all on GPU
+        return " ".join(" ".join(pick).split())[:300]
     if p["kind"] == "env":
         return ", ".join(f"{k} {n.get(k)}" for k in ("gpu", "driver", "torch", "torch_cuda"))
     return ""
@@ -375,6 +376,11 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
         todo = [p for p in todo if p.name in names or p.name == "env"]
+    # numba reads NUMBA_CACHE_DIR once, on import (the env part imports it): the project's cache folder, set now,
+    # so the in-process dry run and every part use the kernels the install's warm-up compiled
+    numba_dir = os.environ.get("NUMBA_CACHE_DIR") or str(
+        Path(os.environ.get("THEORYLAB_CACHE") or (ROOT / ".theorylab_cache")).resolve() / "numba")
+    os.environ["NUMBA_CACHE_DIR"] = numba_dir
     if a.list:
         for p in todo:
             print(f"{p.name:18s} {p.budget:5.0f} s  {p.what}")
@@ -402,8 +408,6 @@ def main(argv=None) -> int:
     # a fresh sims cache: cold runs (timed), and fg_dsweep reuses fg_d1000's d = 1000 point
     env = {"THEORYLAB_CACHE": str(out / "cache"), "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"}
-    numba_dir = os.environ.get("NUMBA_CACHE_DIR") or str(Path(os.environ.get("THEORYLAB_CACHE", ROOT / ".theorylab_cache"))
-                                                          / "numba")
     env["NUMBA_CACHE_DIR"] = numba_dir  # keep the compiled kernels of the install's warm-up
     full_env = {**os.environ, **env}
     report = {"meta": {"device": a.device, "dry_run": dry, "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
