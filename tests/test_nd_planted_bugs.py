@@ -37,12 +37,13 @@ _NULL_SPLIT = dep._null_split
 
 @pytest.mark.parametrize("cid, bug", [
     ("nd.floor_closed_form", ("_null_split", _global_cutoff)),  # the rule before issue 25
+    ("nd.massive_categories", ("_null_split", _global_cutoff)),
     ("nd.relative_floor", ("NULL_NOISE", dep.NULL_NOISE * 1e4)),  # the rounding cut-off raised 10⁴×
-    ("nd.massive_categories", ("NULL_NOISE", dep.NULL_NOISE * 1e4)),
-], ids=["global_cutoff-floor", "cutoff_x1e4-relative", "cutoff_x1e4-massive"])
-def test_null_space_cutoff_regressions_fail_the_floor_checks(cid, bug, monkeypatch, tmp_path):
-    """Issue 25 §1: false floors up to R ≈ 0.4 on singular Cov whose categories' scales and offsets differ by
-    decades, where least squares (on the logits or on √Cov) and CovLasso at ρ = 1e-12 do better by ≫ rounding."""
+    ("nd.relative_floor", ("_cholesky", _pivot_only)),  # the rule before issue 13
+], ids=["global_cutoff-floor", "global_cutoff-massive", "cutoff_x1e4-relative", "pivot_only-relative"])
+def test_floor_regressions_fail_the_floor_checks(cid, bug, monkeypatch, tmp_path):
+    """Issue 25 §1: on singular Cov whose categories' scales and offsets differ by decades, logits that are exact
+    combinations of the others (resolvably so: null component ≫ rounding) get nonzero floors, up to R ≈ 0.4."""
     monkeypatch.setattr(dep, *bug)
     out = run_quick(cid, tmp_path=tmp_path)
     assert out.status in FAILED, (cid, out.status, out.miss)

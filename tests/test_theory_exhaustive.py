@@ -668,17 +668,21 @@ def test_null_space_component_is_judged_against_the_documented_rounding_level(se
     global level 10·m·ε·κ_r, which called real null components of 5e-5 rounding (the old assertion here, R > 0.5
     at 0.6× the global level, pinned that bug). With NULL_NOISE set so that |v_0| is 1.5× the level the floor is
     0; at 0.6× it is rounding and R comes from the kept eigenvalues (≈ 1: e_0's range component is nearly
-    orthogonal to the other logits' span)."""
+    orthogonal to the other logits' span). The rule is judged alone (CAP_LEVELS = −1: no certified cap); with the
+    cap, the null-space θ it exhibits brings the floor back down (a floor is never above what a θ achieves)."""
     from theory import dependency
     from theory.dependency import relative_floor
     assert dependency.NULL_NOISE == 10.0
     K, rho0 = _null_row_case(seed)
     assert rho0 > 10 * 1.5  # with the documented NULL_NOISE this component is real: floor 0
     assert relative_floor(K)[0] == 0.0
+    monkeypatch.setattr(dependency, "CAP_LEVELS", -1)
     monkeypatch.setattr(dependency, "NULL_NOISE", rho0 / 1.5)
     assert relative_floor(K)[0] == 0.0
     monkeypatch.setattr(dependency, "NULL_NOISE", rho0 / 0.6)
     assert relative_floor(K)[0] > 0.5
+    monkeypatch.setattr(dependency, "CAP_LEVELS", 3)
+    assert relative_floor(K)[0] < 1e-4
 
 
 def test_det_ratio_methods_agree_in_sign_on_covariances_indefinite_by_rounding():

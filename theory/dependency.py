@@ -165,6 +165,55 @@ def _null_split(K: np.ndarray, null_tol: float | None):
     return wk, Uk, N, null_row, noise
 
 
+CAP_LEVELS = 3
+"""How many of the smallest kept eigenvalues the certified cap (:func:`_certified_cap`) also treats as null
+(0: the numerical null space only; −1: no cap, the rounding-level rule alone)."""
+
+
+def _certified_cap(K: np.ndarray, w: np.ndarray, U: np.ndarray, N: np.ndarray, R: np.ndarray):
+    """(R, level): the floors capped by candidates the eigendecomposition offers, so that no floor is above the error
+    of a θ we can exhibit (a floor is a minimum over θ, ND A28–A30).
+
+    Candidate j for category i: ψ = −V e_i/V_ii with V the projector on the null basis N and the j smallest kept
+    eigenvectors (j = 0 … CAP_LEVELS): the minimum-norm ψ with ψ_i = −1 in that span, err = ψᵀKψ evaluated on K
+    itself. It replaces R_i only when it beats R_i by more than its own rounding 10·m·ε·|ψ|ᵀ|K||ψ| (so a garbage
+    err of a ψ with huge entries never caps anything), and then R_i = max(err, 0) and level[i] = j (−1: not capped).
+    """
+    m = K.shape[0]
+    level = np.full(m, -1)
+    idx = np.flatnonzero(R > 0)
+    if idx.size == 0:
+        return R, level
+    R = R.copy()
+    absK = np.abs(K)
+    for j in range(0 if N.shape[1] else 1, min(CAP_LEVELS, w.size - 1) + 1):
+        S = np.column_stack([N, U[:, :j]])
+        V = S @ S[idx].T  # column t: V e_i for i = idx[t]
+        vii = V[idx, np.arange(idx.size)]
+        ok = vii > 0
+        if not ok.any():
+            continue
+        Psi = V[:, ok] / vii[ok]
+        err = np.einsum("jt,jt->t", Psi, K @ Psi)
+        rnd = 10 * m * EPS * np.einsum("jt,jt->t", np.abs(Psi), absK @ np.abs(Psi))
+        cols = idx[ok]
+        better = err + rnd < R[cols]
+        R[cols[better]] = np.maximum(err[better], 0.0)
+        level[cols[better]] = j
+    return R, level
+
+
+def _eigen_floors(K: np.ndarray, null_tol: float | None):
+    """(R, level, split) on the eigen route: 0 where e_i's null-space row is above its rounding level, else
+    1/(K⁺)_ii over the kept eigenvalues, then :func:`_certified_cap` (level[i] ≥ 0: R_i is a capped candidate's)."""
+    split = _null_split(K, null_tol)
+    w, U, N, null_row, noise = split
+    R = np.minimum(1.0 / (U**2 / w).sum(axis=1), 1.0)
+    R = np.where(null_row > noise, 0.0, R)
+    R, level = _certified_cap(K, w, U, N, R)
+    return R, level, split
+
+
 def _check_null_tol(null_tol) -> float | None:
     """None, or a fraction of λ_max in [0, 1): at 1 or above even λ_max would count as null."""
     if null_tol is None:
@@ -184,10 +233,7 @@ def _relative_floors(K: np.ndarray, null_tol: float | None) -> np.ndarray:
     chol = _cholesky(K) if null_tol is None else None
     if chol is not None:
         return np.minimum(1.0 / chol[1], 1.0)
-    w, U, _, null_row, noise = _null_split(K, null_tol)
-    s = (U**2 / w).sum(axis=1)
-    R = np.minimum(1.0 / s, 1.0)
-    return np.where(null_row > noise, 0.0, R)
+    return _eigen_floors(K, null_tol)[0]
 
 
 def inverse_diagonal(cov) -> np.ndarray:
@@ -285,8 +331,12 @@ def theta_floor(cov, i: int, null_tol: float | None = None) -> np.ndarray:
         x = sla.cho_solve((chol[0], True), e)
         psi = -x / x[k]
     else:
-        w, U, N, null_row, noise = _null_split(K, null_tol)
-        if null_row[k] > noise[k]:
+        _, level, (w, U, N, null_row, noise) = _eigen_floors(K, null_tol)
+        if level[k] >= 0:  # the candidate that capped the floor (see _certified_cap)
+            S = np.column_stack([N, U[:, :level[k]]])
+            v = S @ S[k]
+            psi = -v / v[k]
+        elif null_row[k] > noise[k]:
             v = N @ N[k]
             psi = -v / v[k]
         else:

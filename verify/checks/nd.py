@@ -164,6 +164,24 @@ def floor_excess(C: np.ndarray, R: np.ndarray, idx, covlasso_idx=(), root=None) 
     return float(worst)
 
 
+def zero_pattern_violations(C: np.ndarray, R: np.ndarray, root: np.ndarray, k: int) -> tuple[int, int]:
+    """(violations, categories judged): ND Sec 2.2, a logit that is an exact linear combination of the others has
+    floor 0. Cov = rootᵀroot has a null space of dimension k exactly (known from the construction); its basis comes
+    from the SVD of the column-equilibrated root (accurate to ε·κ(root) = ε·√κ(K), far better than any route through
+    Cov). Judged: every category whose null-space component exceeds 10× the eigen route's documented rounding level
+    (NULL_NOISE·n·ε·λ_max·‖(U_ij/λ_j)_j‖ with NULL_NOISE = 10, written out here) must get R = 0 exactly."""
+    if k == 0:
+        return 0, 0
+    n = C.shape[0]
+    s = np.sqrt(np.diag(C))
+    w, U = np.linalg.eigh(C / np.outer(s, s))
+    level = 10.0 * n * EPS * w[-1] * np.sqrt(((U[:, k:] / w[k:]) ** 2).sum(axis=1))
+    Vt = np.linalg.svd(root / s, full_matrices=True)[2]
+    rho = np.sqrt((Vt[n - k:] ** 2).sum(axis=0))
+    must = rho > 10.0 * level
+    return int((must & (R != 0)).sum()), int(must.sum())
+
+
 def _heterogeneous_cases(rng, count: int, planted: bool) -> dict:
     """Issue 25 §1: the floor is never above the error of a θ the package itself produces (least squares on a square
     root of Cov, CovLasso at ρ = 1e-12), on covariances with null spaces of dimension 0–3 and categories whose
@@ -171,6 +189,7 @@ def _heterogeneous_cases(rng, count: int, planted: bool) -> dict:
     from sims.nd_models import mp_floors
 
     excess, mp_units, zeros, cats, per, full_rank = -np.inf, 0.0, 0, 0, {}, 0
+    zp_bad = zp_judged = 0
     for t in range(count):
         kind, k = HETERO_KINDS[t % len(HETERO_KINDS)]
         C, root, label = heterogeneous_floor_family(rng, k, kind)
@@ -187,15 +206,19 @@ def _heterogeneous_cases(rng, count: int, planted: bool) -> dict:
         e = floor_excess(C, R, range(n), covlasso_idx=set(rng.choice(n, size=2, replace=False).tolist()), root=sroot)
         excess = max(excess, e)
         per[label] = max(per.get(label, -np.inf), e)
+        bad, judged = zero_pattern_violations(C, R, root, k)
+        zp_bad, zp_judged = zp_bad + bad, zp_judged + judged
         zeros += int((R == 0).sum())
         cats += n
         full_rank += k == 0
         if k == 0 and full_rank % 4 == 1:  # full rank: every floor nonzero, against 50 digits (κε units)
             ref = mp_floors(C, dps=50) / np.diag(C)
             mp_units = max(mp_units, float(np.max(np.abs(R - ref) / ref)) / (_correlation_kappa(C) * EPS))
-    return {"excess": excess, "mp": mp_units,
+    return {"excess": excess, "mp": mp_units, "zero_violations": zp_bad,
             "info": {"heterogeneous covariances (null dim 0–3, scales and offsets over 6 decades)": count,
                      "categories with floor 0 / all": [zeros, cats],
+                     "exact combinations resolved (null component > 10× rounding level) with R ≠ 0 / judged":
+                         [zp_bad, zp_judged],
                      "max (R − err_i(θ)/Cov_ii) per family, rounding units (θ: lstsq on √Cov, CovLasso ρ = 1e-12)":
                          {k: float(v) for k, v in per.items()},
                      "full-rank floors vs 50-digit mpmath (κε units)": mp_units}}
@@ -265,7 +288,8 @@ def floor_closed_form(ctx, planted):
     worst["heterogeneous: floor − err_i(θ) (rounding units)"] = het["excess"]
     worst["heterogeneous full rank: vs mpmath"] = het["mp"]
     route = max(v for k, v in worst.items() if not k.startswith(("singular: floor −", "heterogeneous: floor −")))
-    eq5 = max(worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"], het["excess"])
+    eq5 = max(worst["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"], het["excess"],
+              het["zero_violations"] / 0.5)  # a count must be 0: tolerance 0.5
     sym_ok = all(symbolic.values())
     miss = max(route / KAPPA_UNITS, eq5, 0.0 if sym_ok else np.inf)
     return Result(
@@ -383,14 +407,14 @@ def relative_floor_check(ctx, planted):
     sing = {"singular: planted floors": 0.0, "singular: lstsq on sampled logits": 0.0,
             "singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)": 0.0}
     sing_info = _singular_cases(rng, 15 if ctx.quick else 40, planted, sing)
-    het = _heterogeneous_cases(ctx.rng("heterogeneous"), 20 if ctx.quick else 100, planted)
+    het = _heterogeneous_cases(ctx.rng("heterogeneous"), 30 if ctx.quick else 100, planted)
     sing["heterogeneous: floor − err_i(θ) (rounding units)"] = het["excess"]
     sing["heterogeneous full rank: vs mpmath (κε units)"] = het["mp"]
     route = max(max(worst.values()), sing["singular: planted floors"], sing["singular: lstsq on sampled logits"],
                 het["mp"])
     sym_ok = all(symbolic.values())
     miss = max(route / KAPPA_UNITS, path_gap / 1e-9, sing["singular: floor − err_i(θ*(1e-12·λ_max)) (rounding units)"],
-               het["excess"],
+               het["excess"], het["zero_violations"] / 0.5,
                r_range[1] - 1 if r_range[1] > 1 + 1e-12 else 0.0, 0.0 if sym_ok else np.inf)
     return Result(
         measured=route, expected=f"<= {KAPPA_UNITS:g} (κε units); path minimum = R", holds=bool(miss <= 1),

@@ -365,10 +365,11 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
     by 10^U(−3, 3), N = 5n logits through ``second_moment`` (rank p + 1 = n − 1: every floor is 0 in exact
     arithmetic). Judged by the floor's definition as a minimum: R_i may not exceed err_i(θ)/Cov_ii of least squares
     on the logits, on a square root of Cov, or CovLasso at ρ = 1e-12 (rounding units of err itself)."""
-    from verify.checks.nd import floor_excess
+    from verify.checks.nd import floor_excess, zero_pattern_violations
 
     n = p + 2
     worst, zeros, reps = -np.inf, 0, 6 if quick else 20
+    zp = [0, 0]
     for _ in range(reps):
         W = rng.standard_normal((n, p)) * 10 ** rng.uniform(-3, 3, n)[:, None]
         b = 10 ** rng.uniform(-3, 3, n) * rng.choice([-1.0, 1.0], n)
@@ -377,8 +378,10 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
         R = dep.relative_floor(C)
         zeros += int((R == 0).sum())
         worst = max(worst, floor_excess(C, R, range(n), covlasso_idx={int(rng.integers(n))}, root=F / np.sqrt(5 * n)))
+        zp = [a + b for a, b in zip(zp, zero_pattern_violations(C, R, F, 1))]
     return {"draws": reps, "n": n, "categories with R = 0": f"{zeros}/{reps * n}",
-            "max (R − err_i(θ)/Cov_ii), rounding units": float(worst)}
+            "max (R − err_i(θ)/Cov_ii), rounding units": float(worst),
+            "resolved exact combinations with R ≠ 0 / judged": zp}
 
 
 @check(
@@ -445,7 +448,8 @@ def massive_categories(ctx, planted, positive=False):
         else:
             rows[key] = {"max R": maxR, "max lstsq residual": max(res, default=None)}
     offsets = {} if positive else _offset_logits(rng, p, ctx.quick)
-    excess = offsets.get("max (R − err_i(θ)/Cov_ii), rounding units", 0.0)
+    excess = max(offsets.get("max (R − err_i(θ)/Cov_ii), rounding units", 0.0),
+                 offsets.get("resolved exact combinations with R ≠ 0 / judged", [0])[0] / 0.5)
     miss = max(worst_vanish / 1e-12, law_z / 4.0, invariance / 1e-12, excess)
     return Result(
         measured=law_z, expected="<= 4 (largest |mean R − law|/se, n ≤ p); R ≤ 1e-12 for n > p", holds=bool(miss <= 1),
