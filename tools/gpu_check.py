@@ -138,6 +138,12 @@ def environment(device: str) -> dict:
             env["driver"] = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
         except (OSError, subprocess.SubprocessError):
             env["driver"] = None
+        if not env["driver"]:
+            try:  # no nvidia-smi: the kernel module's version line
+                m = re.search(r"Kernel Module\s+([0-9.]+)", Path("/proc/driver/nvidia/version").read_text())
+                env["driver"] = m.group(1) if m else None
+            except OSError:
+                pass
     else:
         env.update(gpu=None, driver=None)
     env["imports"] = core_imports()
@@ -476,8 +482,9 @@ def main(argv=None) -> int:
     report["total_seconds"] = time.perf_counter() - t_start
     ok = all(p["status"].startswith("pass") for p in report["parts"])
     report["ok"] = ok
-    (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
     md = markdown(report)
+    report["markdown"] = md  # the table travels inside the one JSON file too
+    (out / "gpu_check.json").write_text(json.dumps(report, indent=1, default=str))
     (out / "GPU_CHECK.md").write_text(md)
     print(md)
     print(f"[gpu_check] {'all parts passed' if ok else 'NOT all parts passed'}; parts took "
