@@ -30,17 +30,19 @@ def test_lambda_max_control_is_the_sklearn_convention(tmp_path):
     assert out.control_miss == pytest.approx(1000, rel=1e-2)
 
 
-def test_det_ratio_separates_size_from_conditioning(tmp_path):
+def test_det_ratio_separates_under_overflow_from_conditioning(tmp_path):
     out = run_quick("nd.det_ratio_unstable", tmp_path=tmp_path)
     d = out.details
-    size = d["size axis (κ ≤ 10 blocks of 10, mpmath reference per block)"]
+    size = d["under/overflow axis: n grows at κ ≤ 10 (blocks of 10, mpmath reference per block)"]
     n = np.array(size["n"])
     for key in ("det ratio failing, scale 0.01", "scale 100", "0.01·I_n (κ = 1)"):
         assert np.all(np.array(size[key])[n >= 200] == 1.0) and np.all(np.array(size[key])[n <= 100] == 0.0)
     cond = d["conditioning axis (n = 10, 50-digit mpmath reference)"]
     assert max(cond["det ratio failing (> 1 % or NaN)"]) == 0.0
     assert float(cond["det ratio (LU) worst relative error"][-1]) < 1e-3  # κ = 1e12, σ_min ≈ 1e-12: still accurate
-    assert "size" in out.erratum and "mechanism" in out.erratum
+    assert "under/overflow" in out.erratum and "mechanism" in out.erratum and "size" not in out.erratum
+    det, slog = d["under/overflow at n = 400: worst relative error of LU det ratio, exp(slogdet difference)"]
+    assert not det < 1e-2 and slog < 1e-8  # the same LU without the product of eigenvalues works at n = 400
     assert 1 < out.control_miss < 1e5  # the paper's mechanism misses by a modest, finite factor
 
 
