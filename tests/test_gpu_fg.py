@@ -262,15 +262,20 @@ def test_cli_sim_on_cuda_gives_the_cpu_verdicts(tmp_path, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_verify_fg_on_cuda_gives_the_cpu_statuses(tmp_path, device):
-    """``theorylab verify 'fg.*' --quick --device cuda`` and ``--device cpu``: the same status for every fg check
-    (the CPU variant, CPU against itself, runs only the two fast model checks)."""
-    import verify
+    """``theorylab verify 'fg.*' --quick --device cuda`` and ``--device cpu`` (through the command line, JSON
+    report): the same status for every fg check (the CPU variant, CPU against itself, runs only the two fast model
+    checks)."""
+    from verify import cli
 
     patterns = ["fg.*"] if device == "cuda" else ["fg.sgd_update", "fg.data_model"]
     statuses = {}
     for dev in ("cpu", device):
-        run = verify.run(patterns, quick=True, device=dev, report_dir=tmp_path / dev)
-        statuses[dev] = {o.id: o.status for o in run.outcomes}
+        path = tmp_path / f"{dev}.json"
+        rc = cli.main(["verify", *patterns, "--quick", "--device", dev, "--json", str(path)])
+        assert rc in (0, 1), rc
+        statuses[dev] = {c["id"]: c["status"] for c in json.loads(path.read_text())["checks"]}
     print(json.dumps(statuses, indent=1))
     assert statuses[device] == statuses["cpu"]
-    assert all(v != "fail" for v in statuses["cpu"].values()), statuses
+    assert statuses["cpu"], statuses
+    if device == "cpu":  # the fast model checks pass: the comparison is not of two broken runs
+        assert all(v == "pass" for v in statuses["cpu"].values()), statuses
