@@ -167,3 +167,28 @@ def test_bench_multiview_reads_the_d1000_step_from_the_shipped_config():
     sizes = mod.d1000_sizes(False)
     cfg = sim.load_config(EX / "multiview_d1000.toml")
     assert sizes == {k: cfg[k] for k in ("d", "P", "s", "k", "m_coarse", "m_fine", "batch")}
+
+
+def _tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gpu_check
+
+    return gpu_check
+
+
+def test_a_part_past_its_budget_is_killed_and_recorded():
+    gc = _tool()
+    t0 = time.perf_counter()
+    rc, text, secs = gc.run_subprocess([sys.executable, "-c", "import time; print('started', flush=True); "
+                                        "time.sleep(30)"], 1.0, dict(os.environ))
+    assert rc is None and "started" in text and secs < 10 and time.perf_counter() - t0 < 10
+    assert gc.missing_modules(["json", "no_such_module_xyz"]) == ["no_such_module_xyz"]
+
+
+def test_a_spent_total_budget_leaves_parts_not_run_and_exit_1(tmp_path):
+    gc = _tool()
+    rc = gc.main(["--device", "cpu", "--only", "bench_dependency", "--total-budget", "0", "--out", str(tmp_path)])
+    rep = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert rc == 1 and not rep["ok"]
+    assert [p["status"] for p in rep["parts"]] == ["pass", "not run (total budget spent)"]
+    assert "not run" in rep["markdown"]
