@@ -451,8 +451,13 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                     # the same float32 numbers up to roundoff ~1e−7, far below the 1.19e−4·λ_max threshold
                     # the covariance in float32 (error ~1e−7·λ_max, below the 1.19e−4·λ_max threshold on λ),
                     # its eigenvalues in float64
-                    xc = x @ j.T
-                    xc -= xc.mean(0)
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        xc = x @ j.T
+                    if not np.isfinite(xc).all():  # the features overflow float32 before J does (N(0, 1) weights)
+                        stop[dr] = layer
+                        jr[dr, c] = -1
+                        break
+                    xc -= xc.mean(0, dtype=np.float64).astype(np.float32)
                     xc /= max(float(np.abs(xc).max()), np.finfo(np.float32).tiny)  # no float32 overflow in the Gram
                     lam = np.clip(np.linalg.eigvalsh((xc.T @ xc).astype(np.float64) / (samples - 1)), 0, None)
                     fr[dr, c] = rank_from_singular_values(lam, eps)
