@@ -697,10 +697,12 @@ def test_regime_table_every_row_against_fg_b3():
     assert rows(s=0.5 * L ** 15)["s"]["inside"] is False  # the exponent is 15: log^14 d ≈ 1.9e9 would let it in
     # item 14: σ0 ≤ 1/(d³ s log d), inclusive
     assert rows(sigma0=1 / (d ** 3 * 3.0 * L), eta=1 / (d ** 3 * 3.0 * L))["sigma0"]["inside"] is True
-    # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100)
-    assert base["k"]["paper value at this d"] == f"[{L:.2f}, {d ** 0.4:.2f}]"
-    assert [rows(k=k)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
-    assert rows(d=32, k=4)["k"]["inside"] is True  # 32^0.4 = 4 exactly: the upper edge is inclusive
+    # item 4: log d ≤ k ≤ d^0.4 (4.61 ≤ k ≤ 6.31 at d = 100) and k ≥ s·log⁵ d (k bounded below by a polylog)
+    assert base["k"]["paper value at this d"] == f"[max({L:.2f}, s·log⁵ d = {3.0 * L ** 5:.0f}), {d ** 0.4:.2f}]"
+    assert [rows(k=k, s=1e-3)["k"]["inside"] for k in (4, 5, 6, 7)] == [False, True, True, False]
+    assert rows(k=5)["k"]["inside"] is False  # s = 3: s·log⁵ d = 6214 > 5 (the item-4 part the old row reversed)
+    assert rows(k=5, s=5 / L ** 5)["k"]["inside"] is True and rows(k=5, s=5.01 / L ** 5)["k"]["inside"] is False
+    assert rows(d=32, k=4, s=1e-3)["k"]["inside"] is True  # 32^0.4 = 4 exactly: the upper edge is inclusive
     assert rows(P=1, k=1)["P"]["value"] == 1 and rows(P=1, k=1)["k"]["inside"] is False  # the smallest valid P, k
     assert rows(d=2)["d"]["value"] == 2  # and d (log d > 0)
     for bad in (dict(P=0), dict(k=0), dict(d=1)):
