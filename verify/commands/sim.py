@@ -197,6 +197,9 @@ def preflight(configs, device, force: bool = False, max_cpu_minutes: float = 30.
     info = {"flops": flops, "peak_bytes": peak, "device": str(device)}
     dev = torch.device(device)
     if dev.type == "cpu":
+        if flops <= 1e9 * 60 * max_cpu_minutes:  # under the limit even at 1 GFLOP/s: nothing to measure
+            info.update(estimated_seconds_at_most=flops / 1e9)
+            return info
         rate = cpu_gflops(max(configs, key=lambda c: c["d"]))
         info.update(cpu_gflops=rate, estimated_seconds=flops / (rate * 1e9))
         if info["estimated_seconds"] > 60 * max_cpu_minutes and not force:
