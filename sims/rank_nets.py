@@ -351,7 +351,8 @@ def structural_impetus(channels: int, batch: int, jac_batch: int, hw: int = 8, s
             out[name] = {"jac": _loss_record(sv_before, arrays[f"{name}_jac"], eps_j, KAPPA_REF),
                          "pca": _loss_record(pca_before, arrays[f"{name}_pca"], eps_p, KAPPA_REF ** 2)}
             if name in ("rescale", "bn_eval"):  # the per-channel factor of these affine maps: its condition number
-                f = (comp.s.flatten() if name == "rescale" else comp.weight / torch.sqrt(comp.running_var + comp.eps)).detach()
+                f = comp.s.flatten() if name == "rescale" else comp.weight / torch.sqrt(comp.running_var + comp.eps)
+                f = f.detach()
                 out[name]["kappa"] = float(f.abs().max() / f.abs().min())
         g_fresh = torch.Generator().manual_seed(10_000 + seed)  # an independent batch through the same FC
         with torch.no_grad():

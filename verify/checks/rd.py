@@ -311,7 +311,8 @@ def _si_sensitivity(d, st, seed):
                      "after: miss = (s_after[r]/s_after[1])/ε with r = Rank_{κε}(before), for the weaker of the two "
                      "measures (< 1 exactly when it loses). κ = 4 covers the invertible parts of the normalisations "
                      "(their Jacobians on the directions they keep have condition 1.00 (LN), 1.00–1.04 (GN), "
-                     "1.25–1.28 (BN), 1.39–1.41 (IN), measured at C = 4 and 16) and trained-like affine weights. BatchNorm is judged apart: Sec 4.1 says it 'may' lose dimensions and Sec 4.3 cites it "
+                     "1.25–1.28 (BN), 1.39–1.41 (IN), measured at C = 4 and 16) and trained-like affine weights. "
+                     "BatchNorm is judged apart: Sec 4.1 says it 'may' lose dimensions and Sec 4.3 cites it "
                      "as a remission, so BN keeping rank is reported, not counted against the paper. 'Considerably' "
                      "and 'modestly' have no threshold in the paper: the sizes are reported",
     negative_control="bug: Fig 3's BatchNorm measured after model.eval() (a calibration pass over the batch, "
@@ -346,7 +347,8 @@ def structural_impetus(ctx, planted, positive=False):
         lines[name] = (f"{claim}: {verdict}. Jacobian rank {rec['jac']['before']} → {rec['jac']['after']} "
                        f"({100 * jl / amb:.2g}% of {amb}); PCA dim {rec['pca']['before']} → {rec['pca']['after']} "
                        f"({100 * pl / amb:.2g}%); miss {misses[name]:.3g} (Jacobian {rec['jac']['margin']:.3g}, PCA "
-                       f"{rec['pca']['margin']:.3g}; any-drop rule: {min(rec['jac']['margin_any'], rec['pca']['margin_any']):.3g}){kap}")
+                       f"{rec['pca']['margin']:.3g}; any-drop rule: "
+                       f"{min(rec['jac']['margin_any'], rec['pca']['margin_any']):.3g}){kap}")
     judged = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(SI_JUDGED)
     miss = max(misses[k] for k in judged)
     first = d[comps[0]]
@@ -378,7 +380,8 @@ def structural_impetus(ctx, planted, positive=False):
         lin, norm = ("conv3x3", "fc"), ("ln", "in", "gn")
         finding = ("Per component (C = {c}, Jacobian loss / PCA loss in dimensions): ".format(c=st["channels"])
                    + "; ".join(f"{k} {sizes[k][0]} / {sizes[k][1]}" for k in nets.COMPONENTS)
-                   + f"; an invertible per-channel rescaling (κ ≤ 4) {d['rescale']['jac']['before'] - d['rescale']['jac']['after']}"
+                   + "; an invertible per-channel rescaling (κ ≤ 4) "
+                   f"{d['rescale']['jac']['before'] - d['rescale']['jac']['after']}"
                    f" / {d['rescale']['pca']['before'] - d['rescale']['pca']['after']}, within the noise floor "
                    f"{first['jac']['floor']} / {first['pca']['floor']}. "
                    + ("Every component the caption names loses rank beyond the floor" if miss <= 1

@@ -182,7 +182,8 @@ def _thm4_sensitivity(ctx, st, cp):
     deep = 5000
     o = rm.centralization_data([16], [deep], ["orthogonal"], 2, seed=0)
     dev = float(np.max(np.abs(o["sums_16_orthogonal"] - o["sums_16_orthogonal"][:, :, :1])))
-    rows[f"depth L = {deep} (ours ≤ {cp[-1]}), n = 16"] = f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+    rows[f"depth L = {deep} (ours ≤ {cp[-1]}), n = 16"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
     ok &= dev < 1e-8
     e = rm.centralization_data([16], cp, ["orthogonal"], 2, seed=0, explicit=True)
     dev = float(np.max(np.abs(e["sums_16_orthogonal"])))
