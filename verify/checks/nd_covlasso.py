@@ -368,7 +368,7 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
     from verify.checks.nd import floor_excess, zero_pattern_violations
 
     n = p + 2
-    worst, zeros, reps = -np.inf, 0, 6 if quick else 20
+    worst, zeros, reps = -np.inf, 0, 6 if quick else 30
     zp = [0, 0]
     for _ in range(reps):
         W = rng.standard_normal((n, p)) * 10 ** rng.uniform(-3, 3, n)[:, None]
@@ -403,7 +403,7 @@ def massive_categories(ctx, planted, positive=False):
     # W draws per n/p ≤ 1: enough for a shift of the law by 1/p (an off-by-one in the residual dimension) to be
     # ≥ 10 se (measured ≈ 0.66·√reps se); n > p: R = 0 exactly whatever the draw, 3 draws
     reps_law = 300 if ctx.quick else 400
-    reps_vanish = 20 if ctx.quick else 30  # n > p: R = 0 exactly; a 1e-10 floor from a pivot-only Cholesky shows in ~1/10
+    reps_vanish = 10 if ctx.quick else 30  # n > p: R = 0 exactly; a 1e-10 floor from a pivot-only Cholesky shows in ~1/10
     ratios = (0.25, 0.5, 0.75, 1.1, 2.0, 4.0) if ctx.quick else (0.25, 0.5, 0.75, 0.9, 1.1, 1.5, 2.0, 4.0)
     rows = {}
     worst_vanish = law_z = solver_rel = invariance = 0.0
@@ -447,7 +447,7 @@ def massive_categories(ctx, planted, positive=False):
                          "median lstsq residual": float(np.median(res)) if res else None}
         else:
             rows[key] = {"max R": maxR, "max lstsq residual": max(res, default=None)}
-    offsets = {} if positive else _offset_logits(rng, p, ctx.quick)
+    offsets = {} if positive else _offset_logits(rng, 40, ctx.quick)  # n = 42 in both modes (cost: n lstsq per draw)
     excess = max(offsets.get("max (R − err_i(θ)/Cov_ii), rounding units", 0.0),
                  offsets.get("resolved exact combinations with R ≠ 0 / judged", [0])[0] / 0.5)
     miss = max(worst_vanish / 1e-12, law_z / 4.0, invariance / 1e-12, excess)
