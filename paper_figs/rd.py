@@ -9,6 +9,7 @@ import numpy as np
 from paper_figs.registry import figure
 from sims import marchenko_pastur as mp
 from sims import random_matrix as rm
+from sims import rank_components as fig3
 from sims import rank_nets as nets
 from theory import rank as R
 
@@ -54,8 +55,8 @@ def fig3_structural(quick: bool):
     import matplotlib.pyplot as plt
 
     st = nets.rd_settings(quick)["si"]
-    d = nets.structural_impetus(st["channels"], st["batch"], st["jac_batch"])
-    names = list(nets.COMPONENTS)
+    d = fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"])
+    names = list(fig3.COMPONENTS)
     x = np.arange(len(names))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     amb = int(d["ambient"])

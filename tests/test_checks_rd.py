@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from sims import rank_components as fig3
 from sims import rank_nets as N
 from tests.helpers import run_quick
 from verify.checks import rd
@@ -37,15 +38,15 @@ def test_rd_check(cid, tmp_path):
 def test_structural_judges_each_component_and_reports_batchnorm(tmp_path):
     out = run_quick("rd.structural_impetus", tmp_path=tmp_path)
     lines = out.details["per component"]
-    assert set(lines) == {"conv3x3", "fc", "bn", "ln", "in", "gn"} | set(N.REFERENCES)
+    assert set(lines) == {"conv3x3", "fc", "bn", "ln", "in", "gn"} | set(fig3.REFERENCES)
     for k in ("conv3x3", "fc", "ln", "in", "gn"):
         assert "loses rank — as the paper says" in lines[k]
     assert "keeps rank (within the noise floor) — consistent with the paper" in lines["bn"] and "remission" in lines["bn"]
     assert "bn" in out.finding.lower() or "batchnorm" in out.finding.lower()
-    for k in N.REFERENCES:  # the invertible references are run, reported and kept
+    for k in fig3.REFERENCES:  # the invertible references are run, reported and kept
         assert "keeps rank" in lines[k]
     floor = out.details["noise floor"]
-    assert set(floor["measured on invertible maps (rank lost before → after)"]) == set(N.REFERENCES)
+    assert set(floor["measured on invertible maps (rank lost before → after)"]) == set(fig3.REFERENCES)
     sens = out.details["sensitivity"]
     assert any("κ = 1" in k for k in sens) and any("uniform" in k for k in sens) and any("ε" in k for k in sens)
 
@@ -54,26 +55,26 @@ def _planted_ln(monkeypatch, cache, make):
     """Run the Fig 3 experiment (quick size) with LayerNorm replaced by ``make(c)``, in a private cache (the cache
     key does not see the patch: one folder per planted map)."""
     monkeypatch.setenv("THEORYLAB_CACHE", str(cache))
-    orig = N.component
+    orig = fig3.component
 
     def patched(name, c, hw, g, dtype=torch.float64, device=None):
         return make(c).to(dtype=dtype) if name == "ln" else orig(name, c, hw, g, dtype=dtype, device=device)
 
-    monkeypatch.setattr(N, "component", patched)
+    monkeypatch.setattr(fig3, "component", patched)
     st = N.rd_settings(True)["si"]
-    return N.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["ln"])
+    return fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["ln"])
 
 
 def test_invertible_rescaling_in_place_of_layernorm_is_not_a_loss(monkeypatch, tmp_path):
     """Issue 24: an invertible per-channel rescaling planted in place of LayerNorm must not be reported as losing
     rank. The scales 1/2, 2, 1/2, 2 (κ = 4, the edge of the floor) did drop Rank_ε under the old any-drop rule."""
-    d = _planted_ln(monkeypatch, tmp_path / "rescale", lambda c: N.ChannelScale(torch.tensor([0.5, 2.0] * (c // 2))))
+    d = _planted_ln(monkeypatch, tmp_path / "rescale", lambda c: fig3.ChannelScale(torch.tensor([0.5, 2.0] * (c // 2))))
     miss = rd._si_verdicts(d, names=["ln"])["ln"]
     assert miss > 1, d["ln"]
     assert min(d["ln"]["jac"]["margin_any"], d["ln"]["pca"]["margin_any"]) < 1  # the old comparison said "loses"
     assert d["ln"]["pca"]["before"] - d["ln"]["pca"]["after"] <= d["ln"]["pca"]["floor"]
     # the same experiment with a map that does lose a direction (one channel's scale at 1e-9) is found to lose rank
-    d = _planted_ln(monkeypatch, tmp_path / "dead", lambda c: N.ChannelScale(torch.tensor([1e-9] + [1.0] * (c - 1))))
+    d = _planted_ln(monkeypatch, tmp_path / "dead", lambda c: fig3.ChannelScale(torch.tensor([1e-9] + [1.0] * (c - 1))))
     assert rd._si_verdicts(d, names=["ln"])["ln"] < 1
 
 
@@ -89,14 +90,14 @@ def test_loss_record_keeps_every_map_of_condition_at_most_kappa():
         q1, _ = np.linalg.qr(rng.standard_normal((n, n)))
         q2, _ = np.linalg.qr(rng.standard_normal((n, n)))
         a = (q1 * np.exp(rng.uniform(-0.5, 0.5, n) * np.log(4.0))) @ q2.T  # condition ≤ 4
-        rec = N._loss_record(sw, np.linalg.svd(a @ w, compute_uv=False), eps, 4.0)
+        rec = fig3._loss_record(sw, np.linalg.svd(a @ w, compute_uv=False), eps, 4.0)
         assert rec["floor"] >= 1  # the band [ε, κε] is not empty: the bound is doing work
         assert rec["margin"] >= 1 and rec["before"] - rec["after"] <= rec["floor"]
         # a map that removes more directions than the floor holds is found to lose rank (one that removes fewer
         # can hide in the band: Rank_ε cannot tell it from an invertible map of condition ≤ κ)
         k = rec["floor"] + 1
         u, _ = np.linalg.qr(rng.standard_normal((n, k)))
-        rec_p = N._loss_record(sw, np.linalg.svd((np.eye(n) - u @ u.T) @ a @ w, compute_uv=False), eps, 4.0)
+        rec_p = fig3._loss_record(sw, np.linalg.svd((np.eye(n) - u @ u.T) @ a @ w, compute_uv=False), eps, 4.0)
         assert rec_p["margin"] < 1 and rec_p["after"] <= rec_p["before"] - 1
 
 
@@ -106,9 +107,9 @@ def test_bn_eval_control_can_land_on_either_side(monkeypatch, tmp_path):
     channel) finds a loss: the control's outcome is measured, not fixed by construction."""
     monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "calibrated"))
     st = N.rd_settings(True)["si"]
-    d = N.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["bn_eval"])
-    assert rd._si_verdicts(d)["bn_eval"] > 1 and 1 < d["bn_eval"]["kappa"] <= N.KAPPA_REF
-    orig = N.component
+    d = fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["bn_eval"])
+    assert rd._si_verdicts(d)["bn_eval"] > 1 and 1 < d["bn_eval"]["kappa"] <= fig3.KAPPA_REF
+    orig = fig3.component
 
     def dead(name, c, hw, g, dtype=torch.float64, device=None):
         m = orig(name, c, hw, g, dtype=dtype, device=device)
@@ -117,9 +118,9 @@ def test_bn_eval_control_can_land_on_either_side(monkeypatch, tmp_path):
                 m.weight[0] = 1e-9
         return m
 
-    monkeypatch.setattr(N, "component", dead)
+    monkeypatch.setattr(fig3, "component", dead)
     monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "dead"))
-    d = N.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["bn_eval"])
+    d = fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=0, components=["bn_eval"])
     assert rd._si_verdicts(d)["bn_eval"] < 1 and d["bn_eval"]["kappa"] > 1e8
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from sims import jacobian as J
+from sims import rank_components as fig3
 from sims import rank_nets as N
 
 
@@ -62,7 +63,7 @@ def test_subnetwork_jacobians_and_ranks(cnn):
 def test_sample_coupling_batchnorm():
     """BatchNorm couples samples: the per-sample Jacobian holds the others fixed (checked by autograd)."""
     g = torch.Generator().manual_seed(2)
-    bn = N.component("bn", 2, 3, g)
+    bn = fig3.component("bn", 2, 3, g)
     x = torch.randn(5, 2, 3, 3, generator=g, dtype=torch.float64)
 
     def f(u):
@@ -117,11 +118,11 @@ def test_bad_input_more(cnn):
     with pytest.raises(ValueError, match="channels"):
         N.cnn_blocks([3, 4.5], torch.Generator())
     with pytest.raises(ValueError, match="component"):
-        N.component("dropout", 4, 8, torch.Generator())
+        fig3.component("dropout", 4, 8, torch.Generator())
     for kw in (dict(seed=-1), dict(seed=None), dict(seed=1.5), dict(components=["dropout"]), dict(jac_batch=0),
                dict(batch=1)):
         with pytest.raises(ValueError):
-            N.structural_impetus(**{**dict(channels=2, batch=20, jac_batch=2), **kw})
+            fig3.structural_impetus(**{**dict(channels=2, batch=20, jac_batch=2), **kw})
     for kw in (dict(seed=-1), dict(n=0), dict(depths=[3, 2]), dict(depths=[60]), dict(samples=1)):
         with pytest.raises(ValueError):
             N.mlp50_decay(**{**dict(n=4, depth=5, draws=1, samples=10), **kw})
@@ -195,9 +196,9 @@ def test_rank_nets_are_device_agnostic(tmp_path, monkeypatch):
                     (lambda dev: N.attention_blocks(8, 2, torch.Generator().manual_seed(0), device=dev),
                      torch.randn(2, 4, 8, dtype=torch.float64))):
         assert J.subnetwork_ranks(make("cuda"), x.cuda(), eps=1e-9) == J.subnetwork_ranks(make(None), x, eps=1e-9)
-    comps = N.COMPONENTS + N.CONTROLS
-    cpu = N.structural_impetus(4, 300, 4, seed=1, components=comps, device="cpu")
-    gpu = N.structural_impetus(4, 300, 4, seed=1, components=comps, device="cuda")
+    comps = fig3.COMPONENTS + fig3.CONTROLS
+    cpu = fig3.structural_impetus(4, 300, 4, seed=1, components=comps, device="cpu")
+    gpu = fig3.structural_impetus(4, 300, 4, seed=1, components=comps, device="cuda")
     for c in comps:
         for key in ("jac", "pca"):
             assert (gpu[c][key]["before"], gpu[c][key]["after"]) == (cpu[c][key]["before"], cpu[c][key]["after"])

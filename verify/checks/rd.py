@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from sims import jacobian as J
 from sims import marchenko_pastur as mp
+from sims import rank_components as fig3
 from sims import rank_nets as nets
 from theory import rank as R
 from verify.registry import Result, check
@@ -253,10 +254,10 @@ def _monotone_depth(ctx, planted, positive):
 SI_JUDGED = ("conv3x3", "fc", "ln", "in", "gn")
 
 
-def _si_verdicts(d, eps_scale=1.0, kappa=nets.KAPPA_REF, names=None):
+def _si_verdicts(d, eps_scale=1.0, kappa=fig3.KAPPA_REF, names=None):
     """Per component: miss (< 1: loses rank beyond the noise floor of maps of condition ≤ κ) from stored spectra."""
     names = names or [k for k in d["spectra"] if k != "before"]
-    return {k: nets.judge(d["spectra"], k, eps_scale * d["eps_jacobian"], eps_scale * d["eps_pca"], kappa)["miss"]
+    return {k: fig3.judge(d["spectra"], k, eps_scale * d["eps_jacobian"], eps_scale * d["eps_pca"], kappa)["miss"]
             for k in names}
 
 
@@ -276,18 +277,18 @@ def _si_sensitivity(d, st, seed):
     size = f"C = {st['channels']}, B = {st['batch']}"
     for kap in (1.0, 2.0, 16.0):  # the comparison's own choice, not the paper's: reported, not in "survives"
         t, s = _si_row(_si_verdicts(d, kappa=kap, names=names), names)
-        rows[f"comparison: noise floor κ = {kap:g} (ours {nets.KAPPA_REF:g}; {size}; not a choice of the paper, "
+        rows[f"comparison: noise floor κ = {kap:g} (ours {fig3.KAPPA_REF:g}; {size}; not a choice of the paper, "
              "not counted in 'survives')"] = f"{t} → five lose: {s}"
     for es in (0.1, 10.0):
         t, s = _si_row(_si_verdicts(d, eps_scale=es, names=names), names)
         rows[f"ε = {es:g} × float32 rule (paper: 1 ×; {size})"] = f"{t} → five lose: {s}"
         ok &= s
-    comps = list(nets.COMPONENTS) + ["rescale"]
+    comps = list(fig3.COMPONENTS) + ["rescale"]
     small = [("input law uniform ±√3 (paper: Gaussian)", dict(channels=4, batch=800, input_law="uniform")),
              ("batch below the ambient dimension, B/n = 0.6 as the paper's 5000/8192", dict(channels=4, batch=156)),
              ("channel count C = 8 (paper 128; larger runs in docs/rd.md)", dict(channels=8, batch=2000))]
     for label, kw in small:
-        e = nets.structural_impetus(kw["channels"], kw["batch"], 8, seed=seed, components=comps,
+        e = fig3.structural_impetus(kw["channels"], kw["batch"], 8, seed=seed, components=comps,
                                     input_law=kw.get("input_law", "gaussian"))
         t, s = _si_row(_si_verdicts(e, names=names), names)
         rows[f"{label} (C = {kw['channels']}, B = {kw['batch']})"] = f"{t} → five lose: {s}"
@@ -324,11 +325,11 @@ def _si_sensitivity(d, st, seed):
 )
 def structural_impetus(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["si"]
-    comps = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(nets.COMPONENTS) + list(nets.REFERENCES)
-    d = nets.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=ctx.seed, components=comps)
+    comps = ["bn_eval"] if planted else ["bottleneck1x1"] if positive else list(fig3.COMPONENTS) + list(fig3.REFERENCES)
+    d = fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"], seed=ctx.seed, components=comps)
     amb = int(d["ambient"])
     misses = _si_verdicts(d, names=comps)
-    broken = [k for k in comps if k in nets.REFERENCES and misses[k] <= 1]
+    broken = [k for k in comps if k in fig3.REFERENCES and misses[k] <= 1]
     if broken:
         raise RuntimeError(f"invertible reference map(s) {broken} found to lose rank: the comparison is broken")
     lines = {}
@@ -336,12 +337,12 @@ def structural_impetus(ctx, planted, positive=False):
         rec = d[name]
         lost = misses[name] <= 1
         jl, pl = rec["jac"]["before"] - rec["jac"]["after"], rec["pca"]["before"] - rec["pca"]["after"]
-        claim = nets.PAPER_CLAIM.get(name, "reference (invertible)" if name in nets.REFERENCES else "control")
+        claim = fig3.PAPER_CLAIM.get(name, "reference (invertible)" if name in fig3.REFERENCES else "control")
         verdict = ("loses rank" if lost else "keeps rank (within the noise floor)")
         if name == "bn":
             verdict += " — consistent with the paper (no strict-loss claim for BN; a remission in Sec 4.3)" if not lost \
                 else " — the paper makes no strict-loss claim for BN"
-        elif name in nets.PAPER_CLAIM:
+        elif name in fig3.PAPER_CLAIM:
             verdict += " — as the paper says" if lost else " — CONTRADICTS the paper"
         kap = f"; condition number {rec['kappa']:.3g}" if "kappa" in rec else ""
         lines[name] = (f"{claim}: {verdict}. Jacobian rank {rec['jac']['before']} → {rec['jac']['after']} "
@@ -355,7 +356,7 @@ def structural_impetus(ctx, planted, positive=False):
     details = {"per component": lines, "input PCA dim": int(d["pca_input"]), "ambient dim": amb,
                "ε (Jacobian, PCA)": [d["eps_jacobian"], d["eps_pca"]],
                "noise floor": {
-                   "κ": nets.KAPPA_REF,
+                   "κ": fig3.KAPPA_REF,
                    "Jacobian: Rank_ε(W) − Rank_{κε}(W) (the most an invertible map of condition ≤ κ can lose)":
                        first["jac"]["floor"],
                    "PCA: dim_ε − dim_{κ²ε} of the FC features": first["pca"]["floor"]},
@@ -369,17 +370,17 @@ def structural_impetus(ctx, planted, positive=False):
     if not (planted or positive):
         ref = {k: {"Jacobian rank change": d[k]["jac"]["before"] - d[k]["jac"]["after"],
                    "PCA dim change": d[k]["pca"]["before"] - d[k]["pca"]["after"],
-                   "miss (must be > 1)": _fmt(misses[k], 3)} for k in nets.REFERENCES}
+                   "miss (must be > 1)": _fmt(misses[k], 3)} for k in fig3.REFERENCES}
         details["noise floor"]["measured on invertible maps (rank lost before → after)"] = ref
         details["noise floor"]["PCA dim sampling noise: |dim(this batch) − dim(an independent batch)|"] = \
             abs(int(d["pca_fresh_batch"]) - int(first["pca"]["before"]))
         sens, survives = _si_sensitivity(d, st, ctx.seed)
         details["sensitivity"] = sens
         sizes = {k: (d[k]["jac"]["before"] - d[k]["jac"]["after"], d[k]["pca"]["before"] - d[k]["pca"]["after"])
-                 for k in nets.COMPONENTS}
+                 for k in fig3.COMPONENTS}
         lin, norm = ("conv3x3", "fc"), ("ln", "in", "gn")
         finding = ("Per component (C = {c}, Jacobian loss / PCA loss in dimensions): ".format(c=st["channels"])
-                   + "; ".join(f"{k} {sizes[k][0]} / {sizes[k][1]}" for k in nets.COMPONENTS)
+                   + "; ".join(f"{k} {sizes[k][0]} / {sizes[k][1]}" for k in fig3.COMPONENTS)
                    + "; an invertible per-channel rescaling (κ ≤ 4) "
                    f"{d['rescale']['jac']['before'] - d['rescale']['jac']['after']}"
                    f" / {d['rescale']['pca']['before'] - d['rescale']['pca']['after']}, within the noise floor "
@@ -403,7 +404,7 @@ def structural_impetus(ctx, planted, positive=False):
                      "remark leads one to expect. PCA dimension can rise after IN/GN: a nonlinear map can raise the "
                      "linear dimension of a sample, so PCA dimension is not an intrinsic dimension.")
     return Result(
-        measured={k: _fmt(misses[k], 3) for k in comps if k not in nets.REFERENCES},
+        measured={k: _fmt(misses[k], 3) for k in comps if k not in fig3.REFERENCES},
         expected="miss ≤ 1 for " + ", ".join(judged), holds=bool(miss <= 1), miss=float(miss), finding=finding,
         details=details,
     )
