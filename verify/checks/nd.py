@@ -235,13 +235,18 @@ def _symbolic(sizes, planted, fn) -> dict:
 
 @check(
     "nd.floor_closed_form", equation="A15, A28–A30, A33", kind="symbolic+numeric",
-    tolerance=f"{KAPPA_UNITS:g}·κ·ε (singular Cov: κ_r·ε of the correlation matrix; Eq 5: rounding of θᵀCovθ)",
+    tolerance=f"{KAPPA_UNITS:g}·κ·ε (singular Cov: κ_r·ε of the correlation matrix; Eq 5: rounding of θᵀCovθ); "
+              "issue-25 families: R_i ≤ err_i(θ)/Cov_ii + rounding of θᵀCovθ for θ from least squares (logits, √Cov) "
+              "and CovLasso at ρ = 1e-12, and 0 resolvable exact combinations with R ≠ 0 (a count: tolerance 0.5)",
     figures=("nd.remark2_det_ratio",),
     tolerance_reason="the floor's relative condition number is O(κ(Cov)); backward-stable solvers agree to "
                      "O(κ·ε): measured worst ≈ 6·κε for the LU/eigen/lstsq routes and ≈ 40·κε for the det ratio in "
                      "its stable range (n ≤ 40, κ ≤ 1e8); 100·κε covers n ≤ 300 without hiding an O(1) error. On "
                      "exactly singular Cov the floors are 0 or have condition number κ_r (correlation matrix, "
-                     "nonzero spectrum); the solver's err is compared up to its own rounding 10nε·|ψ|ᵀ|K||ψ|",
+                     "nonzero spectrum); the solver's err is compared up to its own rounding 10nε·|ψ|ᵀ|K||ψ|. The floor "
+                     "is a minimum over θ (A28–A30), so no θ may beat it beyond that rounding; a logit that is an exact "
+                     "combination of the others (ND Sec 2.2) has floor 0 wherever float64 can resolve it (null "
+                     "component from an SVD of the factor above 10× the eigen route's documented rounding level)",
     negative_control=f"the floor (symbolic: det, θ*(0); numeric: error_floor) from {CENTRED}",
 )
 @_one_blas_thread
@@ -356,7 +361,8 @@ def lambda_max_check(ctx, planted):
 
 @check(
     "nd.relative_floor", equation="A31–A32", kind="symbolic+numeric",
-    tolerance=f"{KAPPA_UNITS:g}·κ·ε (singular Cov: κ_r·ε); path minimum = R within 1e-9",
+    tolerance=f"{KAPPA_UNITS:g}·κ·ε (singular Cov: κ_r·ε); path minimum = R within 1e-9; issue-25 families as in "
+              "nd.floor_closed_form",
     tolerance_reason="same forward-error budget as the floor itself (R is the floor divided by an exact Cov_ii); "
                      "the path minimum is compared with a 1e-9 relative slack for the iterative solver",
     negative_control=f"R from {CENTRED.replace('np.cov / ', '')}: the squared partial correlation of a regression "

@@ -386,7 +386,8 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
 
 @check(
     "nd.massive_categories", equation="Sec 2.2, A30–A33", kind="sim",
-    tolerance="n > p: R ≤ 1e-12; n ≤ p: mean R = (p−n+1)/p within 4 standard errors",
+    tolerance="n > p: R ≤ 1e-12; n ≤ p: mean R = (p−n+1)/p within 4 standard errors; f = Wh + b, p = n − 2: R_i ≤ "
+              "err_i(θ)/Cov_ii + rounding of θᵀCovθ (least squares, CovLasso) and R = 0 for resolvable exact combinations",
     tolerance_reason="for n > p the floor is 0 exactly (Cov has rank p) and numerically a rounding residual; for "
                      "n ≤ p with Gaussian W, R_i = ‖P⊥w_i‖²/‖w_i‖² ~ Beta((p−n+1)/2, (n−1)/2), mean (p−n+1)/p. Logit "
                      "scales are spread over 6 decades (rows of W × 10^U(−3, 3)): R must not notice",
