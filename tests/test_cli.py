@@ -129,22 +129,27 @@ def test_figs_exit_status(tmp_path, capsys):
         assert cli.main(["figs", "zz.nothing_like_it", "--out", str(tmp_path)]) == 2
 
 
-def test_reused_report_folder_keeps_no_stale_figures(tmp_path, capsys):
+def test_reused_report_folder_keeps_no_stale_files_and_deletes_none_of_yours(tmp_path, capsys):
     d = tmp_path / "report"
     assert cli.main(["verify", "nd.lambda_max", "--quick", "--report", str(d), "--no-figs"]) == 0
-    (d / "figs").mkdir(exist_ok=True)
+    marker = json.loads((d / api.REPORT_MARKER).read_text())
+    (d / "figs").mkdir(exist_ok=True)                                   # an earlier run's figure, on its list
     (d / "figs" / "old_figure.png").write_bytes(b"stale")
+    api._write_marker(d, marker["files"] + ["figs/old_figure.png"])
+    (d / "figs" / "mine.png").write_bytes(b"mine")                      # the user's own files
     (d / "artifacts" / "old.check").mkdir(parents=True)
     (d / "notes.txt").write_text("mine")
     assert cli.main(["verify", "nd.lambda_max", "--quick", "--report", str(d), "--no-figs"]) == 0
-    assert not (d / "figs" / "old_figure.png").exists() and not (d / "artifacts" / "old.check").exists()
-    assert (d / "notes.txt").read_text() == "mine"                       # nothing else is touched
-    # a folder theorylab did not write loses nothing
+    assert not (d / "figs" / "old_figure.png").exists()
+    assert (d / "notes.txt").read_text() == "mine" and (d / "figs" / "mine.png").read_bytes() == b"mine"
+    assert (d / "artifacts" / "old.check").is_dir()                     # nothing else is touched
+    # a folder theorylab did not write is refused, and loses nothing
     other = tmp_path / "other"
     (other / "figs").mkdir(parents=True)
     (other / "figs" / "theirs.png").write_bytes(b"x")
-    api.prepare_report_dir(other)
-    assert (other / "figs" / "theirs.png").exists()
+    assert cli.main(["verify", "nd.lambda_max", "--quick", "--report", str(other)]) == 2
+    assert "not a theorylab report" in _one_line(capsys.readouterr().err)
+    assert [p.name for p in other.rglob("*")] == ["figs", "theirs.png"]
 
 
 def test_report_files_are_readable_by_collaborators(tmp_path, capsys):

@@ -20,14 +20,22 @@ the package (``plugins=["my_checks"]`` and the ``theorylab.checks`` entry points
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import fnmatch
+import json
+import operator
+import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from pathlib import Path
+import weakref
+from pathlib import Path, PurePosixPath
 
 from verify import plugins as _plugins
 from verify import registry, report
@@ -40,12 +48,35 @@ class UsageError(ValueError):
     """Bad input from the caller (the command line prints it as one line and exits 2)."""
 
 
-def select(ids, patterns) -> list[str]:
-    """Ids matching any pattern: a glob (``nd.*``), an exact id, or a prefix (``nd``, ``rd.lyap``)."""
+def select(ids, patterns, strict: bool = False, what: str = "check id") -> list[str]:
+    """Ids matching any pattern: a glob (``nd.*``), an exact id, or a prefix (``nd``, ``rd.lyap``).
+
+    ``strict``: a pattern that matches nothing is a :class:`UsageError` naming it, even beside one that
+    matches (``nd.* zz``).
+    """
     patterns = [patterns] if isinstance(patterns, str) else list(patterns or ())
     if not patterns:
         return list(ids)
+    ids = list(ids)
+    if strict:
+        bad = [p for p in patterns if not any(fnmatch.fnmatch(i, p) or i.startswith(p) for i in ids)]
+        if bad:
+            see = "`theorylab figs --list`" if what == "figure id" else "`theorylab verify --list`"
+            raise UsageError(f"no {what} matches {' '.join(bad)}; see {see}")
     return [i for i in ids if any(fnmatch.fnmatch(i, p) or i.startswith(p) for p in patterns)]
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int (a non-negative integer, numpy integers too), else :class:`UsageError`."""
+    try:
+        if isinstance(seed, bool):
+            raise TypeError
+        value = operator.index(seed)
+    except TypeError:
+        raise UsageError(f"seed must be a non-negative integer, got {seed!r}") from None
+    if value < 0:
+        raise UsageError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(value)
 
 
 def load_plugins(modules=(), entry_points: bool = True) -> list[str]:
@@ -71,7 +102,7 @@ def list_claims(patterns=(), plugins=(), entry_points: bool = True) -> list[dict
     cat = registry.load_catalog()
     builtin = registry.builtin_catalog()
     return [dict(cat[i], implemented=i in found, source="built-in" if i in builtin else "plugin")
-            for i in select(cat, patterns)]
+            for i in select(cat, patterns, strict=True)]
 
 
 def check_device(device: str) -> str:
@@ -128,21 +159,162 @@ def prepare_file(path, what: str = "output file") -> Path:
     return p
 
 
-def prepare_report_dir(path) -> Path:
-    """Check the report folder before any work, and clear what an earlier run left in it.
+def _safe_rel(rel) -> bool:
+    p = PurePosixPath(rel) if isinstance(rel, str) else None
+    return bool(p and rel and not p.is_absolute() and ".." not in p.parts and rel != REPORT_MARKER)
 
-    A folder that an earlier ``--report`` wrote (it holds ``.theorylab-report`` or ``report.json``) loses
-    its ``figs/`` and ``artifacts/`` (REPORT.md and report.json are replaced at the end); nothing else
-    is ever deleted, so pointing ``--report`` at an unrelated folder removes nothing of yours.
+
+def is_report_dir(path) -> bool:
+    """``path`` holds a theorylab report: its marker ``.theorylab-report``, or a theorylab ``report.json``."""
+    d = Path(path)
+    if (d / REPORT_MARKER).is_file():
+        return True
+    try:
+        data = json.loads((d / "report.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "meta" in data and "checks" in data
+
+
+def written_files(path) -> set[str]:
+    """The files (paths relative to ``path``, with ``/``) that theorylab wrote in the report folder ``path``.
+
+    Read from the marker's list; a report from before that list (a plain-text marker, or report.json alone)
+    counts REPORT.md, report.json and the figures and artifacts its report.json names.
     """
-    d = prepare_dir(path, "--report")
-    if (d / REPORT_MARKER).exists() or (d / "report.json").exists():
-        for sub in ("figs", "artifacts"):
-            if (d / sub).is_dir() and not (d / sub).is_symlink():
-                shutil.rmtree(d / sub)
-    (d / REPORT_MARKER).write_text("written by `theorylab verify --report`: figs/ and artifacts/ are replaced "
-                                   "on every run\n")
-    return d
+    d = Path(path)
+    try:
+        files = json.loads((d / REPORT_MARKER).read_text())["files"]
+        if not isinstance(files, list):
+            raise ValueError
+    except (OSError, ValueError, KeyError, TypeError):
+        files = ["REPORT.md", "report.json"]
+        try:
+            data = json.loads((d / "report.json").read_text())
+            files += [f"figs/{fid}.{ext}" for fid in data["meta"].get("figure_seconds") or {} for ext in ("png", "pdf")]
+            files += [a for c in data["checks"] for a in c.get("artifacts") or () if str(a).startswith("artifacts/")]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    return {f for f in files if _safe_rel(f)}
+
+
+def prepare_report_dir(path) -> Path:
+    """Check the report folder before any work (nothing in it is changed: the report is built beside it).
+
+    The folder may be new, empty, or an earlier report (see :func:`is_report_dir`); a non-empty folder that
+    is not a report is refused, so that a report never mixes with files it did not write.
+    """
+    d = Path(path)
+    if d.is_dir() and not is_report_dir(d):
+        try:
+            entries = sorted(e.name for e in d.iterdir())
+        except OSError as exc:
+            raise UsageError(f"--report {d}: cannot read the folder ({exc.strerror or exc})") from None
+        if entries:
+            shown = ", ".join(entries[:3]) + (", …" if len(entries) > 3 else "")
+            raise UsageError(f"--report {d}: the folder holds files ({shown}) and is not a theorylab report "
+                             f"(no {REPORT_MARKER} or report.json); choose a new or empty folder")
+    return prepare_dir(d, "--report")
+
+
+def _stage_dir(d: Path) -> Path:
+    """A fresh temporary folder beside ``d`` (inside it when its parent cannot be written) for a new report."""
+    full = Path(os.path.abspath(d))
+    for where in (full.parent, full):
+        try:
+            return Path(tempfile.mkdtemp(prefix=f".{full.name or 'report'}.theorylab-new-", dir=where))
+        except OSError:
+            continue
+    raise UsageError(f"--report {d}: cannot create a temporary folder beside it or in it")
+
+
+def _remove_stage(stage) -> None:
+    """Remove a staging folder (everything in it was written by this run)."""
+    if stage is not None:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Ctrl-C waits until the block is done (then is raised), so that a report is never left half swapped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    try:
+        old = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if caught and callable(old):
+            old(signal.SIGINT, None)
+
+
+def _move(src: Path, dst: Path) -> None:
+    try:
+        os.replace(src, dst)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        tmp = dst.with_name(f".{dst.name}.theorylab-tmp")  # another file system: copy, then swap in
+        shutil.copy2(src, tmp)
+        os.replace(tmp, dst)
+
+
+def _write_marker(d: Path, files) -> None:
+    from sims.cache import atomic_write_text
+
+    atomic_write_text(d / REPORT_MARKER, json.dumps({
+        "about": "written by `theorylab verify --report`; the files below are the report's own: a new run "
+                 "replaces them and deletes only those of them it does not write again",
+        "files": sorted(files)}, indent=1) + "\n")
+
+
+def _set_aside(p: Path) -> None:
+    """A file theorylab did not write stands where the report writes: keep it under a new name."""
+    n = 0
+    while True:
+        alt = p.with_name(f"{p.name}.mine" + (f"{n}" if n else ""))
+        if not os.path.lexists(alt):
+            os.rename(p, alt)
+            return
+        n += 1
+
+
+def _install_report(stage: Path, d: Path, keep=()) -> list[str]:
+    """Swap the report built in ``stage`` into ``d``: move its files in (REPORT.md last), then delete the
+    files of the earlier report that the new one does not have. Only files listed by the earlier report's
+    marker (or named by its report.json) are ever deleted; ``keep`` (paths) stay as they are. Returns the
+    report's files."""
+    new = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*")
+                 if (p.is_file() or p.is_symlink()) and p.name != REPORT_MARKER
+                 and not p.name.startswith(".theorylab-probe-"))
+    new.sort(key=lambda rel: (rel == "REPORT.md", rel == "report.json", rel))
+    old = written_files(d) if is_report_dir(d) else set()
+    keep = {k for k in keep if k in old and os.path.lexists(d / k)}
+    with _interrupts_deferred():
+        _write_marker(d, old | set(new))  # a kill from here on still leaves a list of every file ours
+        for rel in new:
+            dst = d / rel
+            if os.path.lexists(dst) and rel not in old:
+                _set_aside(dst)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            _move(stage / rel, dst)
+        for rel in sorted(old - set(new) - keep):
+            p = d / rel
+            if p.is_file() and not p.is_symlink():
+                p.unlink()
+            parent = p.parent
+            while parent != d and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+        files = sorted(set(new) | keep)
+        _write_marker(d, files)
+    return files
 
 
 @dataclasses.dataclass
@@ -162,6 +334,9 @@ class Run:
     figure_errors: dict = dataclasses.field(default_factory=dict)
     figure_seconds: float = 0.0
     figure_tracebacks: dict = dataclasses.field(default_factory=dict, repr=False)
+    staging: Path | None = dataclasses.field(default=None, repr=False)
+    """Where the run's artifacts wait for :func:`write_report` (a temporary folder beside ``report_dir``)."""
+    report_files: list = dataclasses.field(default_factory=list, repr=False)
 
     def __getitem__(self, cid: str) -> Outcome:
         for o in self.outcomes:
@@ -201,36 +376,44 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
         plugins=(), entry_points: bool = True, progress: bool = False) -> Run:
     """Run the checks whose ids match ``patterns`` (all when empty); returns a :class:`Run`.
 
-    Checked first, before any check runs: the device, the patterns and the report folder (created,
-    probed for writing, cleared of an earlier run's figures and artifacts). ``report_dir`` is where the
-    checks save artifacts; :func:`write_report` writes the report itself.
+    Checked first, before any check runs: the seed, the device, the patterns (each must match) and the
+    report folder (new, empty or an earlier report; it is not changed). The checks save their artifacts in a
+    temporary folder beside ``report_dir``; :func:`write_report` adds the report to it and swaps it in, so
+    an interrupted run leaves the earlier report whole.
     """
     t0 = time.perf_counter()  # the run's time includes importing the checks
     patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns or ())
+    seed = check_seed(seed)
     device = check_device(device)
     found = load_checks(plugins, entry_points)
     cat = registry.load_catalog()
-    ids = select(cat, patterns)
-    if not ids:
-        raise UsageError(f"no check id matches {' '.join(patterns)}; see `theorylab verify --list`")
+    ids = select(cat, patterns, strict=True)
     rdir = prepare_report_dir(report_dir) if report_dir is not None else None
+    stage = _stage_dir(rdir) if rdir is not None else None
     from tqdm import tqdm
 
     outcomes = []
-    bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
-    for cid in bar:
-        bar.set_postfix_str(cid)
-        if cid not in found:
-            e = cat[cid]
-            outcomes.append(Outcome(id=cid, paper=e["paper"], equation="", kind=e["kind"], statement=e["claim"],
-                                    status="missing"))
-            continue
-        ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=rdir, device=device)
-        outcomes.append(registry.run_check(found[cid], ctx))
-    bar.close()
-    return Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
-               check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
-               import_errors=dict(registry.IMPORT_ERRORS))
+    try:
+        bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
+        for cid in bar:
+            bar.set_postfix_str(cid)
+            if cid not in found:
+                e = cat[cid]
+                outcomes.append(Outcome(id=cid, paper=e["paper"], equation="", kind=e["kind"],
+                                        statement=e["claim"], status="missing"))
+                continue
+            ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+            outcomes.append(registry.run_check(found[cid], ctx))
+        bar.close()
+    except BaseException:  # Ctrl-C included: the earlier report stays as it was
+        _remove_stage(stage)
+        raise
+    r = Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
+            check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
+            import_errors=dict(registry.IMPORT_ERRORS), staging=stage)
+    if stage is not None:  # a run whose report is never written leaves no temporary folder
+        r._cleanup = weakref.finalize(r, _remove_stage, stage)
+    return r
 
 
 @dataclasses.dataclass
@@ -260,7 +443,7 @@ def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, pro
     from paper_figs import registry as figreg
 
     figs = figures(plugins, entry_points)
-    chosen = list(figs) if ids is None else select(figs, ids)
+    chosen = list(figs) if ids is None else select(figs, ids, strict=True, what="figure id")
     if ids is not None and not chosen:
         raise UsageError(f"no figure id matches {' '.join(ids)}; see `theorylab figs --list`")
     if for_checks is not None:
@@ -292,21 +475,41 @@ def draw_figure(fid: str, out_dir, quick: bool = False) -> dict:
 def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=None,
                  progress: bool = False) -> Path | None:
     """Write ``report_dir``/report.json, REPORT.md and figs/ (the figures of the run's checks; all of them
-    when the run had no pattern), and/or ``json_path``. Returns REPORT.md's path (None without a folder)."""
+    when the run had no pattern), and/or ``json_path``. Returns REPORT.md's path (None without a folder).
+
+    The report is built in a temporary folder beside ``report_dir`` and swapped in at the end: an
+    interrupted or failing write leaves the earlier report whole. Of the earlier report's files, those the
+    new one does not write again are deleted; nothing else in the folder is touched (see the README).
+    """
     md = None
     if report_dir is not None:
         d = Path(report_dir)
-        if run.report_dir is None or Path(run.report_dir).resolve() != d.resolve():
+        same = run.report_dir is not None and Path(run.report_dir).resolve() == d.resolve()
+        if same and run.staging is not None and Path(run.staging).is_dir():
+            stage, run.staging = Path(run.staging), None
+            if getattr(run, "_cleanup", None) is not None:
+                run._cleanup.detach()
+        else:
             d = prepare_report_dir(d)
-        if figures:
-            ids = {o.id for o in run.outcomes}
-            fr = draw_figures(d / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
-                              progress=progress, entry_points=False)
-            run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
-            run.figure_tracebacks = fr.tracebacks
-        meta = run.meta()
-        report.write_json(d / "report.json", run.outcomes, meta)
-        md = report.write_markdown(d, run.outcomes, meta, run.figures)
+            stage = _stage_dir(d)
+        try:
+            if figures:
+                ids = {o.id for o in run.outcomes}
+                fr = draw_figures(stage / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
+                                  progress=progress, entry_points=False)
+                run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
+                run.figure_tracebacks = fr.tracebacks
+            meta = run.meta()
+            report.write_json(stage / "report.json", run.outcomes, meta)
+            report.write_markdown(stage, run.outcomes, meta, run.figures)
+            # a second write of the same run keeps the artifacts its first one swapped in
+            keep = [f for f in run.report_files if f.startswith("artifacts/")] if same else []
+            files = _install_report(stage, d, keep=keep)
+            if same:
+                run.report_files = files
+        finally:
+            _remove_stage(stage)
+        md = d / "REPORT.md"
     if json_path is not None:
         report.write_json(prepare_file(json_path, "--json"), run.outcomes, run.meta())
     return md

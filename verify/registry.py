@@ -269,6 +269,11 @@ def check(
         if positive_control and "positive" not in inspect.signature(fn).parameters:
             raise ValueError(f"check {id!r} declares a positive control, so its compare function must "
                              "take a `positive` keyword argument")
+        module = getattr(fn, "__module__", None) or "?"
+        if id in builtin_catalog() and not module.startswith("verify.checks."):
+            raise ValueError(f"{module}: check {id!r} is a built-in id and cannot be replaced by a plugin "
+                             "(the built-in check always loads); give it your own prefix and declare it with "
+                             "register_claim()")
         claims = getattr(fn, "__globals__", {}).get("CLAIMS")
         if isinstance(claims, dict):  # catalog entries declared next to the checks (a plugin module)
             for cid, entry in claims.items():

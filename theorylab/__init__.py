@@ -1,0 +1,1 @@
+"""``python -m theorylab ...``: the ``theorylab`` command (:func:`verify.cli.main`); the code lives in ``verify``."""
