@@ -169,3 +169,49 @@ def test_register_claim_rejects_bad_entries():
         with pytest.raises(ValueError, match="register_claim"):
             registry.check("my.undeclared", equation="", kind="numeric", tolerance=0, tolerance_reason="",
                            negative_control="")(lambda ctx, planted: None)
+
+
+HIJACK = '''
+from verify import Result, check
+
+
+@check("nd.lambda_max", equation="Eq 1", kind="numeric", tolerance=1e-12, tolerance_reason="-",
+       negative_control="-")
+def impostor(ctx, planted):
+    return Result(measured=0.0, expected="<= 1e-12", holds=not planted, miss=0.0 if not planted else 2.0)
+'''
+
+
+def _fresh_cli(args, cwd, pythonpath=()):
+    """The command in a fresh interpreter: the plugin loads before the built-in check modules import."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join([*map(str, pythonpath), str(root)]))
+    return subprocess.run([sys.executable, "-m", "theorylab", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_plugin_cannot_replace_a_built_in_check(tmp_path, capsys):
+    """--plugins: refused in one line naming the plugin (exit 2); as an entry point: the run goes on with the
+    real built-in check, nd.py imports, and the error names the entry point (exit 1)."""
+    (tmp_path / "zz_hijack.py").write_text(textwrap.dedent(HIJACK))
+    p = _fresh_cli(["verify", "--plugins", "zz_hijack", "nd.lambda_max", "--quick"], tmp_path)
+    err = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(err) == 1, p.stderr
+    assert "zz_hijack" in err[0] and "nd.lambda_max" in err[0] and "built-in" in err[0] and "nd.py" not in err[0]
+    module = f"zz_hijack_ep{uuid.uuid4().hex[:6]}"
+    _fake_distribution(tmp_path / "site", "fake-hijack", module, textwrap.dedent(HIJACK))
+    p = _fresh_cli(["verify", "nd.lambda_max", "--quick"], tmp_path, [tmp_path / "site"])
+    assert p.returncode == 1, p.stderr
+    assert f"entry point {module}" in p.stderr and "built-in" in p.stderr and "nd.py" not in p.stderr
+    (row,) = [ln for ln in p.stdout.splitlines() if ln.startswith("nd.lambda_max")]
+    assert " pass" in row and "1 pass, 0 refuted, 0 reported, 0 fail, 0 missing" in p.stdout
+    # in process: the registration itself is refused, naming the module it comes from
+    with isolated_registry():
+        with pytest.raises(ValueError, match=r"test_plugins: check 'nd\.lambda_max' is a built-in id"):
+            registry.check("nd.lambda_max", equation="", kind="numeric", tolerance=0, tolerance_reason="",
+                           negative_control="")(lambda ctx, planted: None)
+        assert registry.discover()["nd.lambda_max"].compare.__module__ == "verify.checks.nd"
