@@ -365,7 +365,7 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
     by 10^U(−3, 3), N = 5n logits through ``second_moment`` (rank p + 1 = n − 1: every floor is 0 in exact
     arithmetic). Judged by the floor's definition as a minimum: R_i may not exceed err_i(θ)/Cov_ii of least squares
     on the logits, on a square root of Cov, or CovLasso at ρ = 1e-12 (rounding units of err itself)."""
-    from verify.checks.nd import floor_excess, zero_pattern_violations
+    from verify.checks.nd_floor_families import floor_excess, zero_pattern_violations
 
     n = p + 2
     worst, zeros, reps = -np.inf, 0, 6 if quick else 30
