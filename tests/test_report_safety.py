@@ -275,3 +275,16 @@ def test_a_report_from_before_the_file_list(tmp_path, capsys):
     snap = _snapshot(d)
     assert "figs/nd.old_fig.png" not in snap and "artifacts/nd.x/cex.json" not in snap
     assert snap["figs/theirs.png"] == b"x" and snap["REPORT.md"] != b"old"
+
+
+def test_adopted_folder_takes_a_report_beside_other_theorylab_outputs(tmp_path, capsys):
+    d = tmp_path / "report"
+    assert api.adopt_report_dir(d)                     # new: adopted (as the tests do for report/)
+    (d / "controls_quick.md").write_text("table")
+    assert cli.main(["verify", "nd.lambda_max", "--quick", "--report", str(d), "--no-figs"]) == 0
+    assert (d / "controls_quick.md").read_text() == "table"
+    assert json.loads((d / ".theorylab-report").read_text())["files"] == ["REPORT.md", "report.json"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.txt").write_text("x")
+    assert not api.adopt_report_dir(other) and not (other / ".theorylab-report").exists()

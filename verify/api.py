@@ -217,6 +217,21 @@ def prepare_report_dir(path) -> Path:
     return prepare_dir(d, "--report")
 
 
+def adopt_report_dir(path) -> bool:
+    """Make ``path`` a theorylab report folder that holds no report yet (created if needed), so that
+    ``--report path`` accepts it although theorylab's other outputs (e.g. the tests' controls_quick.md) sit
+    there too. Only a new or empty folder is adopted (an earlier report is left as it is): True if ``path`` is
+    a report folder afterwards. No file of the folder is ever listed as the report's by this."""
+    d = Path(path)
+    if is_report_dir(d):
+        return True
+    d.mkdir(parents=True, exist_ok=True)
+    if any(d.iterdir()):
+        return False
+    _write_marker(d, [])
+    return True
+
+
 def _stage_dir(d: Path) -> Path:
     """A fresh temporary folder beside ``d`` (inside it when its parent cannot be written) for a new report."""
     full = Path(os.path.abspath(d))
