@@ -38,9 +38,10 @@ def test_fg_activation_scale_reads_every_d_at_one_t(tmp_path):
     assert out.status in ("pass", "refuted", "reported"), (out.error, out.measured)
     assert out.negative_control_result == "failed as it should"
     assert out.positive_control_result == "held as it should"
-    steps, ds = out.details["steps T(d)"], out.details["d"]
-    assert len(set(steps)) == 1 and len(ds) >= 3  # d and the training length are not mixed
-    assert "gamma SE" in out.measured
+    steps, ds, T_d = out.details["steps run"], out.details["d"], out.details["T(d)"]
+    assert len(set(steps)) == 1 and len(ds) >= 3  # every d trained the same T: the fixed-T reading
+    assert [t / d for t, d in zip(T_d, ds)] == [T_d[-1] / ds[-1]] * len(ds) and T_d[-1] == steps[-1]  # T(d) ∝ d
+    assert "gamma SE" in out.measured and "common response (lucky) at the fixed T" in out.details
     if out.status == "refuted":
         assert "log d" in out.finding and "ratio" in out.finding
     if out.status == "reported":

@@ -59,3 +59,39 @@ def test_initial_bias_with_the_wrong_sign_fails_sgd_update(monkeypatch, tmp_path
     out = run_quick("fg.sgd_update", tmp_path=tmp_path)
     assert out.status == "fail", (out.status, out.measured)
     assert max(c["initial bias error"] for c in out.details["cases"]) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_gradient_ascent_step_fails_sgd_update(monkeypatch, tmp_path):
+    """The step must apply +ΔW of Eq 17: a sign slip in `step` (W −= ΔW) is a library bug, not a finding."""
+    import torch
+
+    import sims.multiview.learner as learner
+
+    def ascent(self, X, y, eta):
+        dW, F = self.eq17_delta(X, y, eta)
+        self.W -= dW
+        self.b -= torch.linalg.vector_norm(dW, dim=2) / self.log5
+        return float(torch.nn.functional.cross_entropy(F, y))
+
+    monkeypatch.setattr(learner.TwoLayerReLU, "step", ascent)
+    out = run_quick("fg.sgd_update", tmp_path=tmp_path)
+    assert out.status == "fail"
+    assert max(c["applied step error"] for c in out.details["cases"]) == pytest.approx(2.0, rel=1e-9)
+
+
+def test_hard_test_set_drawn_as_easy_is_refused_by_the_trainer():
+    """A trainer that draws its hard test set with hard=False raises (B.1 item 6), so every training check
+    that runs it is `fail`, not a refutation of Thm 5.1."""
+    import torch
+
+    from sims.multiview.data import HierarchicalMultiView
+    from sims.multiview.train import train
+
+    class EasyAsHard(HierarchicalMultiView):
+        def sample(self, n, *, hard=False, **kw):
+            return super().sample(n, hard=False, **kw)
+
+    dm = EasyAsHard(16, 8, 2, 2, counts="exact")
+    with pytest.raises(ValueError, match="item 6"):
+        train(dm, labels="coarse", m=8, c_b=0.5, sigma0=0.01, eta=0.02, steps=2, batch=8, eval_every=1, n_test=8,
+              generator=torch.Generator().manual_seed(0))

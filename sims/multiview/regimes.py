@@ -75,31 +75,39 @@ def scaling_configs(quick: bool, k: int = 8) -> list[dict]:
             for d in SCALING_DS[quick]]
 
 
-#: the sensitivity runs: (name, the choice moved to the paper's side, config changes). Each is the headline
-#: regime's k-sweep at the quick sizes (d = 64, m = 400 / 50, 4 lucky neurons per feature), full horizons.
+#: the sensitivity runs: (name, the choice moved, config changes, direction). Each is the headline regime's k-sweep
+#: at the quick sizes (d = 64, m = 400 / 50, 4 lucky neurons per feature), full horizons. Direction "toward": the
+#: choice moved to the paper's side; "away": moved away from it; "edge": the other edge of a garbled condition.
 SENSITIVITY = (
-    ("baseline", "— (headline regime at d = 64)", {}),
+    ("baseline", "— (headline regime at d = 64)", {}, "baseline"),
     ("fewer lucky neurons", "lucky 4 → 1 per feature (the paper's (m, c_b) pair implies ≈ 0.1 at d = 100)",
-     {"lucky": 1.0}),
-    ("smaller noise", "σ_ζ√d 0.5 → 0.1 (item 11: 1/log¹⁰ d)", {"noise_norm": 0.1}),
+     {"lucky": 1.0}, "toward"),
+    ("smaller noise", "σ_ζ√d 0.5 → 0.1 (item 11: 1/log¹⁰ d)", {"noise_norm": 0.1}, "toward"),
+    ("much smaller noise", "σ_ζ√d 0.5 → 0.01 (item 11: 1/log¹⁰ d)", {"noise_norm": 0.01}, "toward"),
     ("wider network", "m 400 / 50 → 800 / 100 at the same lucky count (Prop 1: Θ(d^{2+2c₀}))",
-     {"m_coarse": 800, "m_fine": 100}),
-    ("larger batch", "N 32 → 128 (item 15: N ≥ k d log d)", {"batch": 128}),
-    ("smaller init", "σ₀ 0.01 → 0.001, η 0.02 → 0.002 (item 14: σ₀ ≪ 1, η = Θ(σ₀))", {"sigma0": 0.001, "eta": 0.002}),
-    ("Binomial counts", "exact → Binomial counts (away from the paper: the small-s choice)", {"counts": "binomial"}),
+     {"m_coarse": 800, "m_fine": 100}, "toward"),
+    ("larger batch", "N 32 → 128 (item 15: N ≥ k d log d)", {"batch": 128}, "toward"),
+    ("smaller init", "σ₀ 0.01 → 0.001, η 0.02 → 0.002 (item 14: σ₀ ≪ 1, η = Θ(σ₀))", {"sigma0": 0.001, "eta": 0.002},
+     "toward"),
+    ("bigger ζ*", "‖ζ*‖ log d → 2 log d (item 12's lower edge ω(polylog d): larger is further inside)",
+     {"hard_noise_norm": 2 * math.log(QUICK_BASE["d"])}, "toward"),
+    ("ζ* at item 12's upper edge", "‖ζ*‖ log d → √d/log d = 1.92 (σ_ζ* = 1/log d per coordinate: the upper edge "
+     "of the garbled item 12, whose window is empty at d ≤ 10⁴)", {"hard_noise_norm": math.sqrt(QUICK_BASE["d"]) / math.log(QUICK_BASE["d"])}, "edge"),
+    ("Binomial counts", "exact → Binomial counts (away from the paper: the small-s choice)", {"counts": "binomial"},
+     "away"),
 )
 
 
 def sensitivity_settings() -> list[dict]:
-    """One k-sweep per sensitivity run (full horizons, quick sizes): ``[{"name", "choice", "base_config", "ks",
-    "horizons", "regime"}]``."""
+    """One k-sweep per sensitivity run (full horizons, quick sizes): ``[{"name", "choice", "direction",
+    "base_config", "ks", "horizons", "regime"}]``."""
     out = []
     hz = HORIZONS[False]
-    for name, choice, change in SENSITIVITY:
+    for name, choice, change, direction in SENSITIVITY:
         base = {**QUICK_BASE, **regime_config(HEADLINE, QUICK_BASE["d"]), "steps": hz[-1],
                 "eval_every": EVAL_EVERY[False], **change}
-        out.append({"name": name, "choice": choice, "base_config": base, "ks": (2, 4, 8), "ds": (QUICK_BASE["d"],),
-                    "horizons": hz, "regime": f"sensitivity: {name}"})
+        out.append({"name": name, "choice": choice, "direction": direction, "base_config": base, "ks": (2, 4, 8),
+                    "ds": (QUICK_BASE["d"],), "horizons": hz, "regime": f"sensitivity: {name}"})
     return out
 
 

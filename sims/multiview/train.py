@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from sims.multiview.data import DataModel
+from sims.multiview.data import COMMON, DataModel
 from sims.threads import single_threaded
 from sims.multiview.learner import TwoLayerReLU, coarse_scores, lucky_mask, mistakes
 
@@ -99,6 +99,10 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
     cof = data.coarse_of_fine().to(device)
     test_easy = data.sample(n_test, hard=False, generator=generator, device=device, dtype=dtype)
     test_hard = data.sample(n_test, hard=True, generator=generator, device=device, dtype=dtype)
+    if bool((test_hard.kinds == COMMON).any()) or not bool((test_easy.kinds == COMMON).any()):
+        raise ValueError(f"{type(data).__name__}.sample: hard samples must carry no common-feature patch (FG B.1 "
+                         f"item 6 replaces them by noise) and easy samples must carry some (item 5); the test sets "
+                         f"drawn here do not")
 
     def evaluate(tb):
         with torch.no_grad():
@@ -116,6 +120,11 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
 
     curves = {k: [] for k in ("step", "train_loss", "easy_err", "hard_err", "fine_easy_err", "fine_hard_err",
                               "growth_common", "growth_sub")}
+    # Eq 10–11's responses at every reading (Lemma E.4 reads them at T = poly(d)), on fresh patches from a
+    # generator of their own, so that recording them leaves the training data stream as it is
+    resp_gen = torch.Generator(device=device).manual_seed(int(torch.randint(2 ** 31, (1,), generator=generator)))
+    resp_curves = {k: [] for k in ("response_common_lucky", "response_sub_lucky", "response_common_all",
+                                   "response_sub_all")}
     bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step", disable=None if progress else True,
                leave=False)
     loss = None  # no batch seen before step 0
@@ -129,6 +138,10 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
             gc, gs = growth()
             for key, v in zip(curves, (t, loss, e, h, fe, fh, gc, gs)):
                 curves[key].append(v)
+            with torch.no_grad():
+                r = _responses(net, data, V, lucky, common_m, sub_m, n_patch, resp_gen)
+            for key in resp_curves:
+                resp_curves[key].append(r[key])
             bar.set_postfix(loss=f"{loss:.3g}" if loss is not None else "-", easy=f"{e:.2f}", hard=f"{h:.2f}")
         if t == steps:
             break
@@ -158,4 +171,4 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
              "fine_easy_err": curves["fine_easy_err"][-1], "fine_hard_err": curves["fine_hard_err"][-1],
              "growth_common": gc, "growth_sub": gs, "growth_ratio": gc / gs if gs > 0 else None,
              "lucky_common": n_lc, "lucky_sub": n_ls, **resp}
-    return {"curves": curves, "final": final}
+    return {"curves": {**curves, **resp_curves}, "final": final}

@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             "seconds_per_run_mutant": ran_seconds / ran if ran else 0.0, "source_state": fp,
             "baseline_not_passing": sorted(n for n, t in base["tests"].items() if t["outcome"] != "passed"),
             "population": {mod: len(generate(mod, (tree / mod).read_text(encoding="utf-8"))) for mod in modules}}
+    from verify.api import adopt_report_dir
+
+    adopt_report_dir(root / a.report)  # a new or empty report/ is marked theorylab's, so `verify --report` takes it
     print("\n" + report.write(root / a.report, results, meta, meta["population"]))
     print(f"written: {a.report}/mutation.json, {a.report}/mutation.txt")
     return 0

@@ -63,7 +63,13 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
             index[key] = len(unique)
             unique.append(p)
     if str(device) == "cpu":
-        out = cache_root() / "sweeps" / ("fg_quick" if quick else "fg")
+        # the sweep store keys points by their parameters, not by code: the folder carries the fingerprint of the
+        # code the runs depend on (sims.codehash), so an edit of the trainer or the data model reruns every point
+        from sims.codehash import code_fingerprint
+        from sims.multiview import experiment as _exp
+
+        code = code_fingerprint(_exp.run_experiment)[0][:12]
+        out = cache_root() / "sweeps" / (f"fg_quick_{code}" if quick else f"fg_{code}")
         runs = sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)(unique)
     else:
         runs = [cached_experiment(p, device=device) for p in unique]
@@ -80,9 +86,11 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
             sw["sensitivity"][st["name"]] = entry
     for (tag, p), res in zip(plan, results):
         if tag == "scaling":
+            c = res["coarse"]["curves"]
             sw["scaling"].append({"d": int(p["d"]), "steps": int(p["steps"]), "summary": res["summary"],
                                   "final": at_horizon(res, int(p["steps"])), "config": res["config"],
-                                  "c_b": res["c_b"], "at": {int(t): at_horizon(res, int(t)) for t in steps}})
+                                  "c_b": res["c_b"], "at": {int(t): at_horizon(res, int(t)) for t in steps},
+                                  "responses": {k: dict(zip(c["step"], c[k])) for k in c if k.startswith("response")}})
     return sw
 
 
@@ -216,7 +224,8 @@ def _sensitivity(sw: dict, judge, quantity=None, tol=None) -> list[dict]:
         ms, nums = _per_horizon(sw, judge, {name: st})
         ms, nums = ms[name], nums[name]
         bad = [t for t, m in ms.items() if m > 1]
-        row = {"run": name, "choice": st["choice"], "holds": "yes" if not bad and ms else (
+        row = {"run": name, "direction": st.get("direction", "toward"), "choice": st["choice"],
+               "holds": "yes" if not bad and ms else (
             "not judged" if not ms else f"no (fails at t = {', '.join(map(str, bad))})"),
                "worst miss": round(max(ms.values()), 3) if ms else None,
                f"at t = {st['horizons'][-1]}": nums[st["horizons"][-1]]}
@@ -232,8 +241,8 @@ def _about(rows: list[dict]) -> str:
     if it fails in the baseline and in every run that moves a choice towards the paper."""
     if not rows:
         return "(sensitivity runs are full-mode only: no statement about which choice produces it)"
-    toward = [r for r in rows if r["run"] not in ("baseline", "Binomial counts")]
-    base = [r for r in rows if r["run"] == "baseline"]
+    toward = [r for r in rows if r.get("direction") == "toward"]
+    base = [r for r in rows if r.get("direction") == "baseline"]
     survives = [r["run"] for r in toward if r["holds"] != "yes"]
     goes = [r["run"] for r in toward if r["holds"] == "yes"]
     if base and base[0]["holds"] == "yes":

@@ -174,14 +174,16 @@ def sgd_update(ctx, planted):
         rb0 = float((net.b - b0).abs().max()) / abs(b0)
         worst_bias = max(worst_bias, rb0)
         active = float((net.preactivations(b.X) > 0).double().mean())
-        # Eq 18 after one step
+        # Eq 18 after one step; the step itself must apply +ΔW of Eq 17 (descent), the autograd reference
         b_old, W_old = net.b.clone(), net.W.clone()
         net.step(b.X, y, eta)
+        applied = float((net.W - W_old - ref).abs().max() / ref.abs().max())
+        rel = max(rel, applied)
         dw_np = (net.W - W_old).cpu().numpy()
         expect_b = b_old.cpu().numpy() - np.sqrt((dw_np ** 2).sum(axis=2)) / math.log(d) ** 5
         rb = float(np.abs(net.b.cpu().numpy() - expect_b).max() / np.abs(expect_b).max())
         worst, worst_bias = max(worst, rel), max(worst_bias, rb)
-        cases.append({"d": d, "P": P, "k": k, "labels": lab, "relative error ΔW": rel,
+        cases.append({"d": d, "P": P, "k": k, "labels": lab, "relative error ΔW": rel, "applied step error": applied,
                       "active fraction": active, "bias rule error": rb, "initial bias error": rb0})
     measured = max(worst, worst_bias)
     miss = _finite(_le(measured, 1e-12))

@@ -322,6 +322,10 @@ def cmd_sim(args) -> int:
     from verify.api import check_device, prepare_dir
 
     check_device(args.device)                     # before any work: a missing GPU is one line, exit 2
+    if Path(args.out).parent.name == "report":  # the default report/sim_multiview: mark report/ as theorylab's
+        from verify.api import adopt_report_dir
+
+        adopt_report_dir(Path(args.out).parent)
     prepare_dir(args.out, "--out")
     try:
         done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
