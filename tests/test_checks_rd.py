@@ -162,3 +162,28 @@ def test_rd_figures_draw(fid, tmp_path):
 
     out = figreg.render(figreg.discover()[fid], tmp_path, quick=True)
     assert out["png"].stat().st_size > 10_000 and out["pdf"].exists()
+
+
+def test_positive_control_closed_forms_are_independent_and_right():
+    """The closed forms the positive controls compare the library with (verify/checks/_rd_controls.py): the MP tail
+    against theory.rank's quadrature, the quarter-circle CDF at a known point, and the Bartlett layers: the library's
+    Benettin kernel returns Σ log R_kk exactly, with every step rotating a full frame."""
+    from theory import rank as R
+    from verify.checks import _rd_controls as C
+
+    for g in (1.0, 0.5, 0.1):
+        for x in (0.05, 0.3, 1.0, 2.0):
+            assert C.mp_tail_closed_form(x, g) == pytest.approx(1 - R.mp_cdf(x, g), abs=1e-9)
+    assert C.mp_tail_closed_form(0.0, 0.5) == 1.0 and C.mp_tail_closed_form(3.0, 0.5) == 0.0
+    assert float(C.quarter_circle_cdf(1.0)) == pytest.approx(1 / 3 + np.sqrt(3) / (2 * np.pi), abs=1e-15)
+    rng = np.random.default_rng(0)
+    assert C.fc_init_ks(np.linalg.svd(rng.standard_normal((256, 256)), compute_uv=False)) < C.FC_KS_TOL / 2
+    assert C.fc_init_ks(np.ones(256)) > 10 * C.FC_KS_TOL  # equal singular values: an orthogonal weight
+    from sims import random_matrix as rm
+
+    pool = np.array([np.linalg.qr(rng.standard_normal((5, 5)))[0] for _ in range(4)])
+    mats, logd = C.bartlett_layers(5, 40, rng, pool)
+    assert np.abs(mats - np.triu(mats)).max() > 0.1  # not triangular: the recursion has to rotate
+    assert np.allclose(rm.benettin_given(mats), logd.sum(0), atol=1e-10)
+    m, s = C.lyap_closed_form(6)
+    assert np.allclose(m, R.lyapunov_law(6), atol=1e-14) and np.allclose(s, R.lyapunov_law_sd(6), atol=1e-14)

@@ -1,0 +1,111 @@
+"""Closed forms and positive-control data for the RD checks, written out independently of the library under test.
+
+A positive control must run the *same library path* as the claim, on an input whose answer is known in closed form,
+so that a library bug fails the control (status `fail`) instead of making the paper look wrong (`refuted`). This
+module holds those inputs and closed forms: Bartlett layers for the Benettin estimator (rd.lyapunov_law), the
+Marchenko–Pastur law and BBP spike (rd.marchenko_pastur), and the quarter-circle law of a square Gaussian FC layer
+(rd.structural_impetus). Nothing here imports :mod:`theory.rank`; :mod:`sims.random_matrix` only for the estimator
+under test.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from sims import random_matrix as rm
+
+
+#: tolerance of the FC initialisation test (Kolmogorov–Smirnov distance of the FC's squared singular values from
+#: the quarter-circle law): a square N(0, 1/n) matrix gives 0.009–0.012 at n = 256, 0.003–0.004 at n = 1024
+#: (eigenvalue rigidity: O(log n / n)); a matrix with equal singular values (orthogonal init) gives 0.61
+FC_KS_TOL = 0.05
+
+
+def quarter_circle_cdf(x):
+    """CDF of the Marchenko–Pastur law with γ = 1 (squared singular values of a square N(0, 1/n) matrix), density
+    √(4−x)/(2π√x) on [0, 4]; with x = 4 sin²θ: F = (2/π)(θ + sin θ cos θ). Written out here (independent of the library)."""
+    th = np.arcsin(np.sqrt(np.clip(x, 0.0, 4.0)) / 2.0)
+    return (2.0 / np.pi) * (th + np.sin(th) * np.cos(th))
+
+
+def fc_init_ks(sv):
+    """KS distance of the FC weight's squared singular values (scaled to mean 1, so the gain does not matter) from the
+    quarter-circle law: how far the FC that the library builds (sims.rank_components.component('fc')) is from the
+    Gaussian layer of Fig 3."""
+    x = np.sort(np.asarray(sv, dtype=float) ** 2)
+    x = x / x.mean()
+    f, n = quarter_circle_cdf(x), x.size
+    return float(max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n)))
+
+
+def mp_tail_closed_form(x, gamma):
+    """P(λ ≥ x) under the Marchenko–Pastur law of GᵀG/N (γ = d/N ≤ 1), written out here independently of
+    :mod:`theory.rank`: density √((b−t)(t−a))/(2πγt) on [a, b] = [(1−√γ)², (1+√γ)²], integrated with
+    t = a + (b−a)·sin²φ (which removes both square-root end-point singularities)."""
+    from scipy import integrate
+
+    a, b = (1.0 - np.sqrt(gamma)) ** 2, (1.0 + np.sqrt(gamma)) ** 2
+    if x <= a:
+        return 1.0
+    if x >= b:
+        return 0.0
+    phi0 = np.arcsin(np.sqrt((x - a) / (b - a)))
+    f = lambda p: (b - a) ** 2 * np.sin(p) ** 2 * np.cos(p) ** 2 / (np.pi * gamma * (a + (b - a) * np.sin(p) ** 2))  # noqa: E731
+    return float(integrate.quad(f, phi0, np.pi / 2, epsabs=1e-13, epsrel=1e-12)[0])
+
+
+def mp_prediction_closed_form(N, d, eps, r, theta):
+    """r + (min − r)·P_MP(λ ≥ ε²σ_top²) with the bulk edge 1 + √γ or the BBP spike √((1+θ²)(γ+θ²))/θ (θ > γ^¼),
+    all written out here (the positive control's independent law)."""
+    m, M = min(N, d), max(N, d)
+    g = m / M
+    top = np.sqrt((1 + theta**2) * (g + theta**2)) / theta if (r > 0 and theta > g**0.25) else 1 + np.sqrt(g)
+    return r + (m - r) * mp_tail_closed_form((eps * top) ** 2, g), g
+
+
+def bartlett_layers(n, L, rng, pool):
+    """L layers J_l = O_l R_l O_{l−1}ᵀ (O_0 = I, O_l from a pool of Haar matrices) with R_l the Bartlett factor of an
+    n×n Gaussian matrix: upper triangular, R_kk = √χ²_{n−k+1}, R_ij ~ N(0, 1) above the diagonal (the law of the R
+    of G = QR). Returns (layers (L, n, n), the diagonals log R_l,kk (L, n)). With Q_0 = I the Benettin recursion
+    A = J_l Q_{l−1} = Q_l R'_l gives Q_l = O_l S_l, R'_l = S_l R_l S_{l−1} (S diagonal ±1), so its sums are
+    Σ_l log R_l,kk exactly (up to roundoff), while every step still rotates a full frame through dormqr/dgeqrf."""
+    r = np.triu(rng.standard_normal((L, n, n)), 1)
+    diag = np.sqrt(rng.chisquare(n - np.arange(n), size=(L, n)))
+    r[:, np.arange(n), np.arange(n)] = diag
+    idx = rng.integers(0, len(pool), size=L)
+    o = pool[idx]
+    prev = np.concatenate([np.eye(n)[None], o[:-1]])
+    return o @ r @ np.swapaxes(prev, 1, 2), np.log(diag)
+
+
+def lyap_positive_sums(ns, cp, trials, rng):
+    """The positive control's data: the library's Benettin estimator (:func:`sims.random_matrix.benettin_given`,
+    the kernel behind :func:`~sims.random_matrix.benettin_sums`) run on Bartlett layers, per depth segment
+    (a fresh O_0 = I per segment: the sums add). Returns ({"sums_<n>": (trials, len(cp), n)}, max deviation of the
+    estimator's sums from the exact Σ log R_kk)."""
+    d, dev = {}, 0.0
+    for n in ns:
+        pool = []
+        for _ in range(16):
+            q, r = np.linalg.qr(rng.standard_normal((n, n)))
+            pool.append(q * np.sign(np.diag(r)))
+        pool = np.asarray(pool)
+        out = np.empty((trials, len(cp), n))
+        for t in range(trials):
+            acc, prev = np.zeros(n), 0
+            for i, c in enumerate(cp):
+                mats, logd = bartlett_layers(n, int(c) - prev, rng, pool)
+                est = rm.benettin_given(mats)
+                exact = logd.sum(0)
+                dev = max(dev, float(np.max(np.abs(est - exact))) / (int(c) - prev))
+                acc = acc + est
+                out[t, i] = acc
+                prev = int(c)
+        d[f"sums_{n}"] = out
+    return d, dev
+
+
+def lyap_closed_form(n):
+    """The proof's per-layer law written out here, independent of :mod:`theory.rank`: mean and sd of ½ log χ²_{n−k+1}."""
+    nu = (n - np.arange(1, n + 1) + 1) / 2.0
+    return 0.5 * (np.log(2.0) + special.digamma(nu)), 0.5 * np.sqrt(special.polygamma(1, nu))
