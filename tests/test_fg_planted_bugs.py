@@ -95,3 +95,27 @@ def test_hard_test_set_drawn_as_easy_is_refused_by_the_trainer():
     with pytest.raises(ValueError, match="item 6"):
         train(dm, labels="coarse", m=8, c_b=0.5, sigma0=0.01, eta=0.02, steps=2, batch=8, eval_every=1, n_test=8,
               generator=torch.Generator().manual_seed(0))
+
+
+def test_mean_read_out_fails_sgd_update(monkeypatch, tmp_path):
+    """Thm G.3 reads the fine network out by F̂_y = max_c F_{y,c}; a mean over the subclasses is a library bug."""
+    import torch
+
+    import sims.multiview.learner as learner
+    import verify.checks.fg_model as fm
+
+    def mean_readout(F, coarse_of_fine, n_coarse=2):
+        return torch.stack([F[:, coarse_of_fine == y].mean(1) for y in range(n_coarse)], 1)
+
+    monkeypatch.setattr(learner, "coarse_scores", mean_readout)
+    monkeypatch.setattr(fm, "coarse_scores", mean_readout)
+    out = run_quick("fg.sgd_update", tmp_path=tmp_path)
+    assert out.status == "fail"
+
+
+def test_ties_not_counted_fails_sgd_update(monkeypatch, tmp_path):
+    import verify.checks.fg_model as fm
+
+    monkeypatch.setattr(fm, "mistakes", lambda s, y: s.gather(1, y[:, None])[:, 0] < s.gather(1, (1 - y)[:, None])[:, 0])
+    out = run_quick("fg.sgd_update", tmp_path=tmp_path)
+    assert out.status == "fail"
