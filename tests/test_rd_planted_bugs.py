@@ -14,6 +14,7 @@ from sims import rank_components as fig3
 from sims.rank_nets import FC
 from tests.helpers import run_quick
 from theory import rank as R
+from verify import registry
 
 
 def _private_cache(monkeypatch, tmp_path):
@@ -48,6 +49,12 @@ def test_r4_benettin_accumulates_log_r_squared(monkeypatch, tmp_path):
     out = run_quick("rd.lyapunov_law", tmp_path=tmp_path)
     _assert_fail(out)
     assert out.miss > 50  # z ≈ 469 / 5
+    # rd.general_centralization's positive control runs the same kernel (rotated diagonal layers): it fails too
+    # (its claim, ratios of doubled sums, still decays; a Benettin bug that stopped the decay would end `fail`)
+    checks = registry.discover()
+    ctx = registry.Context(check_id="rd.general_centralization", quick=True, report_dir=tmp_path)
+    pos = checks["rd.general_centralization"].compare(ctx, False, positive=True)
+    assert not pos.holds and pos.miss > 1e6, pos.miss
 
 
 def test_r6_marchenko_pastur_edges_without_square_root(monkeypatch, tmp_path):

@@ -2,9 +2,9 @@
 
 A positive control must run the *same library path* as the claim, on an input whose answer is known in closed form,
 so that a library bug fails the control (status `fail`) instead of making the paper look wrong (`refuted`). This
-module holds those inputs and closed forms: Bartlett layers for the Benettin estimator (rd.lyapunov_law), the
-Marchenko–Pastur law and BBP spike (rd.marchenko_pastur), and the quarter-circle law of a square Gaussian FC layer
-(rd.structural_impetus). Nothing here imports :mod:`theory.rank`; :mod:`sims.random_matrix` only for the estimator
+module holds those inputs and closed forms: Bartlett layers (rd.lyapunov_law) and rotated diagonal layers
+(rd.general_centralization) for the library's Benettin estimator, the Marchenko–Pastur law and BBP spike
+(rd.marchenko_pastur), and the quarter-circle law of a square Gaussian FC layer (rd.structural_impetus). Nothing here imports :mod:`theory.rank`; :mod:`sims.random_matrix` only for the estimator
 under test.
 """
 from __future__ import annotations
@@ -63,26 +63,41 @@ def mp_prediction_closed_form(N, d, eps, r, theta):
     return r + (m - r) * mp_tail_closed_form((eps * top) ** 2, g), g
 
 
+def _rotate(r, rng, pool):
+    """J_l = O_l R_l O_{l−1}ᵀ for upper-triangular R_l (positive diagonal), O_0 = I, O_l drawn from ``pool`` (Haar).
+    With Q_0 = I the Benettin recursion A = J_l Q_{l−1} = Q_l R'_l gives Q_l = O_l S_l, R'_l = S_l R_l S_{l−1} (S
+    diagonal ±1), so its sums are Σ_l log R_l,kk exactly (up to roundoff), while every step rotates a full frame
+    through dormqr/dgeqrf."""
+    L, n = r.shape[0], r.shape[1]
+    o = pool[rng.integers(0, len(pool), size=L)]
+    prev = np.concatenate([np.eye(n)[None], o[:-1]])
+    return o @ r @ np.swapaxes(prev, 1, 2)
+
+
 def bartlett_layers(n, L, rng, pool):
-    """L layers J_l = O_l R_l O_{l−1}ᵀ (O_0 = I, O_l from a pool of Haar matrices) with R_l the Bartlett factor of an
-    n×n Gaussian matrix: upper triangular, R_kk = √χ²_{n−k+1}, R_ij ~ N(0, 1) above the diagonal (the law of the R
-    of G = QR). Returns (layers (L, n, n), the diagonals log R_l,kk (L, n)). With Q_0 = I the Benettin recursion
-    A = J_l Q_{l−1} = Q_l R'_l gives Q_l = O_l S_l, R'_l = S_l R_l S_{l−1} (S diagonal ±1), so its sums are
-    Σ_l log R_l,kk exactly (up to roundoff), while every step still rotates a full frame through dormqr/dgeqrf."""
+    """L rotated layers (:func:`_rotate`) whose R_l is the Bartlett factor of an n×n Gaussian matrix: upper
+    triangular, R_kk = √χ²_{n−k+1}, R_ij ~ N(0, 1) above the diagonal (the law of the R of G = QR), so log R_kk has
+    exactly the per-layer law of Thm 5's proof. Returns (layers (L, n, n), log R_l,kk (L, n))."""
     r = np.triu(rng.standard_normal((L, n, n)), 1)
     diag = np.sqrt(rng.chisquare(n - np.arange(n), size=(L, n)))
     r[:, np.arange(n), np.arange(n)] = diag
-    idx = rng.integers(0, len(pool), size=L)
-    o = pool[idx]
-    prev = np.concatenate([np.eye(n)[None], o[:-1]])
-    return o @ r @ np.swapaxes(prev, 1, 2), np.log(diag)
+    return _rotate(r, rng, pool), np.log(diag)
 
 
-def lyap_positive_sums(ns, cp, trials, rng):
-    """The positive control's data: the library's Benettin estimator (:func:`sims.random_matrix.benettin_given`,
-    the kernel behind :func:`~sims.random_matrix.benettin_sums`) run on Bartlett layers, per depth segment
-    (a fresh O_0 = I per segment: the sums add). Returns ({"sums_<n>": (trials, len(cp), n)}, max deviation of the
-    estimator's sums from the exact Σ log R_kk)."""
+def diagonal_layers(n, L, rng, pool):
+    """L rotated diagonal layers with log d_k = −0.05(k−1) + 0.1·N(0, 1): exponents −0.05(k−1), so
+    log(σ_k/σ_1) falls exactly linearly in L at rates 0.05(k−1). Returns (layers, log d (L, n))."""
+    logd = 0.1 * rng.standard_normal((L, n)) - 0.05 * np.arange(n)
+    r = np.zeros((L, n, n))
+    r[:, np.arange(n), np.arange(n)] = np.exp(logd)
+    return _rotate(r, rng, pool), logd
+
+
+def rotated_benettin_sums(ns, cp, trials, rng, layers=bartlett_layers):
+    """Positive-control data: the library's Benettin estimator (:func:`sims.random_matrix.benettin_given`, the
+    kernel behind :func:`~sims.random_matrix.benettin_sums`) run on ``layers`` (rotated triangular layers with known
+    diagonals), per depth segment (a fresh O_0 = I per segment: the sums add). Returns ({"sums_<n>": (trials,
+    len(cp), n)}, max per-layer deviation of the estimator's sums from the exact Σ log R_kk)."""
     d, dev = {}, 0.0
     for n in ns:
         pool = []
@@ -94,10 +109,9 @@ def lyap_positive_sums(ns, cp, trials, rng):
         for t in range(trials):
             acc, prev = np.zeros(n), 0
             for i, c in enumerate(cp):
-                mats, logd = bartlett_layers(n, int(c) - prev, rng, pool)
+                mats, logd = layers(n, int(c) - prev, rng, pool)
                 est = rm.benettin_given(mats)
-                exact = logd.sum(0)
-                dev = max(dev, float(np.max(np.abs(est - exact))) / (int(c) - prev))
+                dev = max(dev, float(np.max(np.abs(est - logd.sum(0)))) / (int(c) - prev))
                 acc = acc + est
                 out[t, i] = acc
                 prev = int(c)
