@@ -14,7 +14,7 @@ Status rules (see README):
                 reported, never judged), or the claim holds for some seeds and not others, or a seed's
                 Result is ``undecided`` (it measured, but its reading cannot be a verdict: e.g. not settled);
 * ``fail``      the check is broken: it raised, its negative control passed, its positive control did not
-                hold, or it is refuted/reported without a positive control;
+                hold, it is refuted/reported without a positive control, or refuted without a finding;
 * ``missing``   a catalog id with no registered check.
 
 Controls. The *negative control* (``compare(ctx, True)``) is the same comparison against a planted
@@ -391,6 +391,11 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         out.finding = f"{note} {out.finding}" if out.finding else note
     if positive is None:
         out.error = (f"{out.status} without a positive control: nothing shows that the comparison can say 'holds'")
+        out.status = "fail"
+    elif out.status == "refuted" and not any(c.finding for c in claims):
+        # a refutation says what was measured and what holds instead; one that cannot is a broken comparison (a
+        # library bug behind a positive control that never runs the library reads exactly like this)
+        out.error = "refuted without a finding: the check does not say what holds instead"
         out.status = "fail"
     return out
 
