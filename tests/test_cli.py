@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from tests.helpers import isolated_registry
-from verify import api, cli, registry
+from verify import api, cli, registry, report_dir
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_reused_report_folder_keeps_no_stale_files_and_deletes_none_of_yours(tmp
     marker = json.loads((d / api.REPORT_MARKER).read_text())
     (d / "figs").mkdir(exist_ok=True)                                   # an earlier run's figure, on its list
     (d / "figs" / "old_figure.png").write_bytes(b"stale")
-    api._write_marker(d, marker["files"] + ["figs/old_figure.png"])
+    report_dir._write_marker(d, marker["files"] + ["figs/old_figure.png"])
     (d / "figs" / "mine.png").write_bytes(b"mine")                      # the user's own files
     (d / "artifacts" / "old.check").mkdir(parents=True)
     (d / "notes.txt").write_text("mine")
