@@ -1,0 +1,40 @@
+"""Library bugs an independent review planted in ND and VC that used to publish a wrong `refuted` (a positive control
+that never ran the library said 'holds', the claim failed): a refutation without a finding is now a `fail`."""
+import numpy as np
+
+from tests.helpers import run_quick
+
+
+def test_null_space_cutoff_raised_is_a_fail_not_a_refutation_of_sec_2_2(monkeypatch, tmp_path):
+    import theory.dependency as dep
+
+    monkeypatch.setattr(dep, "NULL_NOISE", 1e6)  # singular floors read as nonzero
+    out = run_quick("nd.massive_categories", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.finding)
+
+
+def test_unbiased_within_class_scatter_is_a_fail_not_a_refutation_of_thm_5_1(monkeypatch, tmp_path):
+    from theory.collapse import stats
+
+    orig = stats.ClassStats.scaled
+
+    def scaled(self):  # Σ_W divided by N − K instead of N
+        M, Sw, e = orig(self)
+        return M, Sw * self.n / (self.n - self.K), e
+
+    monkeypatch.setattr(stats.ClassStats, "scaled", scaled)
+    out = run_quick("vc.probe_loss", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.finding)
+
+
+def test_loose_pseudo_inverse_cutoff_is_a_fail_not_a_refutation_of_cor_5_4(monkeypatch, tmp_path):
+    from theory.collapse import linalg
+
+    init = linalg.Spectra.__init__
+
+    def loose(self, st, rtol_t=None):  # Σ_T† cut at √ε instead of p·ε
+        init(self, st, rtol_t=np.sqrt(np.finfo(float).eps) if rtol_t is None else rtol_t)
+
+    monkeypatch.setattr(linalg.Spectra, "__init__", loose)
+    out = run_quick("vc.vci_invariance", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.finding)
