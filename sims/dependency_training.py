@@ -375,12 +375,19 @@ def finetune(model, task: dict, p: TaskParams, pair: tuple[int, int] | None, wei
             out = model(xt[idx])
             loss = F.cross_entropy(out, yt[idx])
             if pair is not None and weight > 0:
-                loss = loss + weight * torch.abs((out[:, pair[0]] * out[:, pair[1]]).mean())
+                loss = loss + dependency_penalty(out, pair, weight)
             opt.zero_grad()
             loss.backward()
             opt.step()
         record()
     return {k: np.array(v) for k, v in rec.items()}
+
+
+def dependency_penalty(out, pair, weight: float):
+    """ND Sec 3.3's regulariser on a batch of logits ``out`` (N × n): weight·|E[f_i f_j]|, the batch mean of the
+    product of logits i and j (the uncentred second moment of ND Remark 1), for ``pair`` = (i, j)."""
+    i, j = int(pair[0]), int(pair[1])
+    return weight * (out[:, i] * out[:, j]).mean().abs()
 
 
 def regularizer_experiment(p: TaskParams, seed: int, *, epochs: int = 10, weight: float = 0.2, rho: float = 0.1,

@@ -38,3 +38,15 @@ def test_loose_pseudo_inverse_cutoff_is_a_fail_not_a_refutation_of_cor_5_4(monke
     monkeypatch.setattr(linalg.Spectra, "__init__", loose)
     out = run_quick("vc.vci_invariance", tmp_path=tmp_path)
     assert out.status == "fail", (out.status, out.finding)
+
+
+def test_wrong_penalty_is_a_fail_of_the_regularizer_check(monkeypatch, tmp_path):
+    """The review's bug 15: a regulariser on f_i² instead of f_i·f_j also drives θ_j to 0; the check pins the
+    library's penalty against ND Sec 3.3's weight·|E[f_i f_j]| and fails on it."""
+    import sims.dependency_training as dt
+
+    monkeypatch.setattr(dt, "dependency_penalty", lambda out, pair, w: w * (out[:, pair[0]] ** 2).mean())
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    out = run_quick("nd.regularizer", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.details.get(
+        "the library's penalty against weight·|E[f_i f_j]| and its gradient (float64, ≤ 1e-12)"))
