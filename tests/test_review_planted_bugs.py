@@ -50,3 +50,17 @@ def test_wrong_penalty_is_a_fail_of_the_regularizer_check(monkeypatch, tmp_path)
     out = run_quick("nd.regularizer", tmp_path=tmp_path)
     assert out.status == "fail", (out.status, out.details.get(
         "the library's penalty against weight·|E[f_i f_j]| and its gradient (float64, ≤ 1e-12)"))
+
+
+def test_sign_flipped_replaced_logit_is_a_fail_of_between_networks(monkeypatch, tmp_path):
+    """The review's bug 14: Tab 1's metrics with the replaced logit's sign flipped were printed but never judged."""
+    import theory.neural_dependency as nd
+
+    orig = nd.replaced_logit_metrics
+
+    def flipped(F, labels, i, theta, evaluated=None):
+        return orig(F, labels, i, -np.asarray(theta, float), evaluated=evaluated)
+
+    monkeypatch.setattr(nd, "replaced_logit_metrics", flipped)
+    out = run_quick("nd.between_networks", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.miss)

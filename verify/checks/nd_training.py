@@ -286,7 +286,8 @@ def _penalty_pin(ctx) -> dict:
         g[:, 1] = REG_WEIGHT * np.sign(m) * f[:, 4] / len(f)
         g[:, 4] = REG_WEIGHT * np.sign(m) * f[:, 1] / len(f)
         ref = REG_WEIGHT * abs(m)
-        worst = max(worst, abs(float(pen.detach()) - ref) / ref, float(np.abs(out.grad.numpy() - g).max() / np.abs(g).max()))
+        grad_err = float(np.abs(out.grad.numpy() - g).max() / np.abs(g).max())
+        worst = max(worst, abs(float(pen.detach()) - ref) / ref, grad_err)
     return {"worst relative error": worst}
 
 
