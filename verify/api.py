@@ -176,8 +176,11 @@ class Run:
 
 
 def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu", report_dir=None,
-        plugins=(), entry_points: bool = True, progress: bool = False) -> Run:
+        plugins=(), entry_points: bool = True, progress: bool = False, on_outcome=None) -> Run:
     """Run the checks whose ids match ``patterns`` (all when empty); returns a :class:`Run`.
+
+    ``on_outcome``: called with each :class:`Outcome` as soon as its check finishes (missing ids too), in
+    order, with the progress bar cleared meanwhile; what it raises stops the run (as Ctrl-C does).
 
     Checked first, before any check runs: the seed, the device, the patterns (each must match) and the
     report folder (new, empty or an earlier report; it is not changed). The checks save their artifacts in a
@@ -204,9 +207,12 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
                 e = cat[cid]
                 outcomes.append(Outcome(id=cid, paper=e["paper"], equation="", kind=e["kind"],
                                         statement=e["claim"], status="missing"))
-                continue
-            ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
-            outcomes.append(registry.run_check(found[cid], ctx))
+            else:
+                ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+                outcomes.append(registry.run_check(found[cid], ctx))
+            if on_outcome is not None:
+                with tqdm.external_write_mode():  # the caller's line does not land inside the bar
+                    on_outcome(outcomes[-1])
         bar.close()
     except BaseException:  # Ctrl-C included: the earlier report stays as it was
         _remove_stage(stage)

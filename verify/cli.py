@@ -40,11 +40,19 @@ def _import_errors(verbose: bool) -> None:
 
 
 def cmd_list(args) -> int:
+    if args.json and args.json != "-":
+        api.prepare_file(args.json, "--json")
     rows = api.list_claims(args.patterns, plugins=_plugin_list(args))
     _import_errors(args.verbose)
     if not rows:
         print(f"no check id matches {' '.join(args.patterns)}", file=sys.stderr)
         return 2
+    if args.json == "-":  # newline-delimited JSON on stdout, one catalog entry a line, and nothing else
+        for r in rows:
+            print(report.json_line(r))
+        return 0
+    if args.json:
+        report.write_ndjson(args.json, rows)
     for r in rows:
         state = "implemented" if r["implemented"] else "missing"
         print(f"{r['id']:32s} {state:12s} {r['kind']:17s} {report.cut(r['claim'], 80)}")
@@ -52,28 +60,48 @@ def cmd_list(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    """Each check's row is printed as it finishes (none with -q); the summary line comes at the end. With
+    ``--json -`` stdout carries only newline-delimited JSON: each check's report.json entry as it finishes,
+    then one object with ``meta`` and ``summary``; the summary line goes to stderr."""
     if args.list:
         return cmd_list(args)
-    if args.json:
-        api.prepare_file(args.json, "--json")
+    ndjson = args.json == "-"
+    json_path = None if ndjson else args.json
+    if json_path:
+        api.prepare_file(json_path, "--json")
+    human = sys.stderr if ndjson else sys.stdout  # where the summary line and the report's path go
+    streamed = []
+
+    def on_outcome(o) -> None:
+        if ndjson:
+            print(report.json_line(o.to_json()), flush=True)
+        elif not args.quiet:
+            if not streamed:
+                print(report.stream_header())
+            print(report.stream_row(o), flush=True)
+        streamed.append(o.id)
+
     run = api.run(args.patterns, quick=args.quick, seed=args.seed, device=args.device, report_dir=args.report,
-                  plugins=_plugin_list(args), progress=True)
+                  plugins=_plugin_list(args), progress=True, on_outcome=on_outcome)
     _import_errors(args.verbose)
-    print(report.text_table(run.outcomes))
     for o in run.outcomes:
         if o.status == "fail":
             print(f"\nFAIL {o.id}: {o.error}", file=sys.stderr)
             tb = o.details.get("traceback") if isinstance(o.details, dict) else None
             if tb and args.verbose:
                 print(tb, file=sys.stderr)
-    path = api.write_report(run, args.report, figures=not args.no_figs, json_path=args.json, progress=True)
+    path = api.write_report(run, args.report, figures=not args.no_figs, json_path=json_path, progress=True)
     for fid, err in run.figure_errors.items():
         print(f"figure {fid} failed: {err}", file=sys.stderr)
         if args.verbose:
             print(run.figure_tracebacks.get(fid, ""), file=sys.stderr)
-    print("\n" + report.summary_line(run.outcomes, run.meta()))
+    meta = run.meta()
+    if ndjson:
+        print(report.json_line(report.summary_record(run.outcomes, meta)), flush=True)
+    rows_shown = not (ndjson or args.quiet)
+    print(("\n" if rows_shown else "") + report.summary_line(run.outcomes, meta), file=human)
     if path is not None:
-        print(f"report: {path}  ({len(run.figures)} figures in {Path(args.report) / 'figs'})")
+        print(f"report: {path}  ({len(run.figures)} figures in {Path(args.report) / 'figs'})", file=human)
     return 0 if run.ok else 1
 
 
@@ -109,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("patterns", nargs="*", metavar="PATTERN", help="check ids, globs (nd.*) or prefixes (nd)")
     v.add_argument("--quick", action="store_true", help="small sizes: the whole run stays under 2 minutes")
     v.add_argument("--seed", type=int, default=0, help="global seed (each check derives its own from it)")
-    v.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+    v.add_argument("--json", metavar="PATH", help="also write the JSON report here; '-': newline-delimited JSON "
+                   "on stdout, one object per check as it finishes, then the summary (with --list: the entries)")
+    v.add_argument("-q", "--quiet", action="store_true", help="print no row per check: the summary line and errors")
     v.add_argument("--report", metavar="DIR", help="write DIR/report.json, DIR/REPORT.md and DIR/figs/")
     v.add_argument("--list", action="store_true", help="list the catalog ids matching PATTERN (all by default)")
     v.add_argument("--no-figs", action="store_true", help="with --report: skip the figures")

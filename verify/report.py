@@ -75,6 +75,39 @@ def table_rows(outcomes: list[Outcome]) -> list[list[str]]:
              f"{o.status} {o.seeds_summary}".strip(), f"{o.seconds:.1f}"] for o in outcomes]
 
 
+STREAM_WIDTHS = (27, 16, 28, 28, 14, 12)
+"""Column widths of the rows ``verify`` prints as each check finishes (the longest id and kind fit)."""
+
+
+def _stream_line(cells: list[str]) -> str:
+    return "  ".join([c.ljust(w) for c, w in zip(cells, STREAM_WIDTHS)] + cells[len(STREAM_WIDTHS):]).rstrip()
+
+
+def stream_header() -> str:
+    """The header (and its rule) above the rows printed as the checks finish."""
+    return _stream_line(HEADER) + "\n" + _stream_line(["-" * w for w in STREAM_WIDTHS] + ["-" * 4])
+
+
+def stream_row(o: Outcome) -> str:
+    """One check's row of the verify table, in the fixed widths of :data:`STREAM_WIDTHS`."""
+    return _stream_line(table_rows([o])[0])
+
+
+def json_line(obj) -> str:
+    """``obj`` as one line of JSON (newline-delimited JSON: ``verify --json -``)."""
+    return json.dumps(to_jsonable(obj))
+
+
+def write_ndjson(path: Path, objs) -> None:
+    """One JSON object a line (``verify --list --json PATH``)."""
+    atomic_write_text(Path(path), "".join(json_line(o) + "\n" for o in objs))
+
+
+def summary_record(outcomes: list[Outcome], meta: dict) -> dict:
+    """report.json without its checks: ``meta`` (with the controls' class counts) and ``summary``."""
+    return {"meta": dict(meta, controls=controls(outcomes)["counts"]), "summary": summarize(outcomes)}
+
+
 def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
     """Aligned plain-text table (a list of Outcomes gives the verify table)."""
     if rows and isinstance(rows[0], Outcome):
@@ -141,8 +174,8 @@ def _cell(s) -> str:
 
 
 def write_json(path: Path, outcomes: list[Outcome], meta: dict) -> None:
-    meta = dict(meta, controls=controls(outcomes)["counts"])
-    payload = {"meta": meta, "checks": [o.to_json() for o in outcomes], "summary": summarize(outcomes)}
+    rec = summary_record(outcomes, meta)
+    payload = {"meta": rec["meta"], "checks": [o.to_json() for o in outcomes], "summary": rec["summary"]}
     atomic_write_text(Path(path), json.dumps(to_jsonable(payload), indent=2))
 
 
