@@ -25,8 +25,8 @@ EX = ROOT / "examples"
 
 def test_dry_run_runs_every_part_on_the_cpu(tmp_path):
     """``python tools/gpu_check.py --device cpu``: every part passes at tiny sizes (a benchmark that does not take
-    the gpu-check's arguments fails here, not in the GPU window); one JSON and one Markdown table. Its CPU time
-    (this process's children, load-independent) stays under 30 s; the wall time is printed."""
+    the gpu-check's arguments fails here, not in the GPU window); one JSON and one Markdown table. Its CPU and wall
+    time are printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     env = {**os.environ, "THEORYLAB_CACHE": os.environ.get("THEORYLAB_CACHE", str(tmp_path / "cache"))}
@@ -51,7 +51,7 @@ def test_dry_run_runs_every_part_on_the_cpu(tmp_path):
     assert by["fg_dsweep"]["numbers"]["rows"][-1]["d"] == 32
     md = (tmp_path / "gc" / "GPU_CHECK.md").read_text()
     assert "| part | status | seconds | budget | key numbers |" in md and "DRY RUN" in md
-    assert cpu < 30, f"the dry run took {cpu:.1f} s of CPU (> 30 s)"
+    # its cost is printed, not asserted (tests do not time things): ~21 s of CPU with a warm numba cache
 
 
 def test_every_benchmark_is_a_part_and_budgets_fit_the_window():

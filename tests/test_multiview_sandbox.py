@@ -77,3 +77,37 @@ def test_config_and_data_model_must_agree():
                        ("k", HierarchicalMultiView(32, 8, 3.0, 4))):
         with pytest.raises(ValueError, match=rf"config {key} = .* but the data model"):
             run_experiment(config, data_model=model)
+
+
+def test_a_data_model_returning_nan_is_named_not_eta():
+    import math
+
+    import pytest
+    import torch
+
+    from sims.multiview import run_experiment
+    from sims.multiview.data import HierarchicalMultiView
+
+    class NaNData(HierarchicalMultiView):
+        def sample(self, n, **kw):
+            b = super().sample(n, **kw)
+            b.X[0, 0, 0] = math.nan
+            return b
+
+    cfg = {"d": 16, "P": 8, "k": 2, "m_coarse": 20, "m_fine": 10, "lucky": 2.0, "steps": 4, "batch": 8,
+           "n_test": 8, "eval_every": 2}
+    with pytest.raises(ValueError, match="NaNData.sample returned non-finite"):
+        run_experiment(cfg, data_model=NaNData(16, 8, 3.0, 2))
+    assert torch.isfinite(HierarchicalMultiView(16, 8, 3.0, 2).sample(8, generator=torch.Generator()).X).all()
+
+
+def test_a_step_size_that_kills_every_neuron_warns():
+    import pytest
+
+    from sims.multiview import run_experiment
+
+    cfg = {"d": 32, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20, "lucky": 2.0, "steps": 20, "batch": 8,
+           "n_test": 32, "eval_every": 10, "eta": 1e30, "trainings": ["coarse"]}
+    with pytest.warns(RuntimeWarning, match="neurons are dead"):
+        r = run_experiment(cfg)
+    assert r["coarse"]["final"]["easy_err"] >= 0.0

@@ -99,6 +99,8 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
     cof = data.coarse_of_fine().to(device)
     test_easy = data.sample(n_test, hard=False, generator=generator, device=device, dtype=dtype)
     test_hard = data.sample(n_test, hard=True, generator=generator, device=device, dtype=dtype)
+    if not (bool(torch.isfinite(test_easy.X).all()) and bool(torch.isfinite(test_hard.X).all())):
+        raise ValueError(f"{type(data).__name__}.sample returned non-finite patches (NaN or inf)")
     if bool((test_hard.kinds == COMMON).any()) or not bool((test_easy.kinds == COMMON).any()):
         raise ValueError(f"{type(data).__name__}.sample: hard samples must carry no common-feature patch (FG B.1 "
                          f"item 6 replaces them by noise) and easy samples must carry some (item 5); the test sets "
@@ -150,8 +152,20 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
         loss = net.step(b.X, y, eta)
         loss_sum, loss_n = loss_sum + loss, loss_n + 1
         if not math.isfinite(loss):
+            if not bool(torch.isfinite(b.X).all()):  # the data, not the step size
+                raise FloatingPointError(f"{type(data).__name__}.sample returned non-finite patches at step {t}: "
+                                         f"the data model is broken, not the training")
             raise FloatingPointError(f"{labels} training diverged at step {t} (loss {loss}); lower eta")
     bar.close()
+    with torch.no_grad():  # a step size that kills every neuron leaves F ≡ 0: every score ties, loss log C
+        F_end = net(test_easy.X)
+        tied = float((F_end.max(1).values == F_end.min(1).values).float().mean())
+    if tied >= 0.5:
+        import warnings
+
+        warnings.warn(f"{labels} training: the network gives every class the same score on {tied:.0%} of the easy "
+                      f"test samples after {steps} steps (eta = {eta:g}): its neurons are dead (F = 0), its errors "
+                      f"count ties and its loss is log C; lower eta", RuntimeWarning, stacklevel=3)
     # the last train loss on a fresh batch (the trained network, no update)
     b = data.sample(max(batch, 4 * data.n_fine), hard=False, train=True, generator=generator, device=device,
                     dtype=dtype)
