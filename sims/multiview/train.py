@@ -124,7 +124,8 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
                               "growth_common", "growth_sub")}
     # Eq 10–11's responses at every reading (Lemma E.4 reads them at T = poly(d)), on fresh patches from a
     # generator of their own, so that recording them leaves the training data stream as it is
-    resp_gen = torch.Generator(device=device).manual_seed(int(torch.randint(2 ** 31, (1,), generator=generator)))
+    resp_gen = torch.Generator(device=device).manual_seed(
+        int(torch.randint(2 ** 31, (1,), generator=generator, device=generator.device)))
     resp_curves = {k: [] for k in ("response_common_lucky", "response_sub_lucky", "response_common_all",
                                    "response_sub_all")}
     bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step", disable=None if progress else True,

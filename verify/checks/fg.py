@@ -88,8 +88,8 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
         if tag == "scaling":
             c = res["coarse"]["curves"]
             sw["scaling"].append({"d": int(p["d"]), "steps": int(p["steps"]), "summary": res["summary"],
-                                  "final": at_horizon(res, int(p["steps"])), "config": res["config"],
-                                  "c_b": res["c_b"], "at": {int(t): at_horizon(res, int(t)) for t in steps},
+                                  "config": res["config"], "c_b": res["c_b"],
+                                  "at": {int(t): at_horizon(res, int(t)) for t in steps},
                                   "responses": {k: dict(zip(c["step"], c[k])) for k in c if k.startswith("response")}})
     return sw
 
