@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from sims.spd import gram, lowrank_logits, spd_with_condition
+from theory import covlasso as cl
 from theory import dependency as dep
+from theory._homotopy import _homotopy
 from theory.covlasso import covlasso, covlasso_all, covlasso_cd, covlasso_path, kkt_violation
 
 
@@ -310,3 +312,122 @@ def test_every_breakpoint_of_the_path_is_exact():
             worst = max(worst, kkt_violation(c, i, lam, th))
             count += 1
     assert count > 4000 and worst <= 1e-9, worst
+
+
+# ---- the scaling to a unit diagonal and the homotopy's step budget
+
+def _spd(n, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((3 * n, n))
+    return a.T @ a / (3 * n)
+
+
+def test_prepare_scales_by_a_power_of_four_to_unit_diagonal():
+    """covlasso._prepare's contract: (Cov·4⁻ᵏ, 2k) with max Cov_jj in [1/2, 2), exact (a power of two)."""
+    c = _spd(4, 11)
+    for k in (-480, -7, 0, 3, 480):
+        scaled, e = cl._prepare(np.ldexp(c, k))
+        assert e % 2 == 0 and 0.5 <= np.diag(scaled).max() < 2.0
+        assert np.array_equal(np.ldexp(scaled, e), np.ldexp(c, k))
+
+
+def test_homotopy_max_steps_guard():
+    """The path of a generic n×n Cov to λ = 0 has at least n − 1 breakpoints: a cap below that must stop
+    with status 1 (and covlasso must say so), a cap above it must finish."""
+    c = _spd(8, 6)
+    th, status, *_ = _homotopy(c, 0, 0.0, False, 3)
+    assert status == 1
+    th, status, *_ = _homotopy(c, 0, 0.0, False, cl._max_steps(8))
+    assert status == 0
+    np.testing.assert_allclose(th, dep.theta_floor(c, 0), rtol=1e-8, atol=1e-12)
+
+
+def test_covlasso_reports_a_spent_step_budget(monkeypatch):
+    c = _spd(8, 6)
+    monkeypatch.setattr(cl, "_max_steps", lambda n: 2)
+    with pytest.raises(RuntimeError, match="did not reach"):
+        cl.covlasso(c, 0, 0.0)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        cl.covlasso_path(c, 0)
+    with pytest.raises(RuntimeError, match="did not finish"):
+        cl.covlasso_all(c, 0.0)
+
+
+def _star(m, seed):
+    """Cov = I plus a first row/column c (|c| distinct, Σc² < 1 so Cov ≻ 0): categories 1..m are orthonormal and
+    correlate with category 0 only. ND Eq 6 for i = 0 then separates: θ_j(λ) = sign(c_j)·max(|c_j| − λ/2, 0)."""
+    rng = np.random.default_rng(seed)
+    w = rng.permutation(np.arange(1, m + 1)) + rng.uniform(0.1, 0.9, m)  # distinct magnitudes
+    c = rng.choice([-1.0, 1.0], m) * 0.99 * np.sqrt(w / w.sum())
+    cov = np.eye(m + 1)
+    cov[0, 1:] = cov[1:, 0] = c
+    return cov, c
+
+
+def test_homotopy_step_budget_grows_with_n():
+    """The separable star with 1100 categories joins all of them one by one (1100 breakpoints), beyond any fixed
+    budget of ~1000 steps: the budget is 50n + 1000, and θ is the soft-threshold (ND Eq 6 separates)."""
+    from theory.covlasso import covlasso
+    cov, c = _star(1100, seed=1)
+    np.testing.assert_allclose(covlasso(cov, 0, 1e-9)[1:], np.sign(c) * np.maximum(np.abs(c) - 0.5e-9, 0.0),
+                               rtol=1e-12, atol=1e-15)
+
+
+# ---- exact paths: a separable problem (soft-thresholding) and a nearly collinear join
+
+@pytest.mark.parametrize("m", [1, 2, 31, 32, 33, 62, 63, 64, 65, 66, 130])
+def test_path_of_a_separable_problem_is_soft_thresholding(m):
+    """The exact path on the separable problem: breakpoints λ_k = 2|c|_(k) (one join each, no drop), then λ = 0,
+    and θ at every breakpoint is the soft-threshold. The sizes cross the kernel's buffers (32 active rows of the
+    factor; 64 recorded breakpoints, and the final record at exactly 64), where a wrong capacity would write out
+    of bounds or lose a breakpoint."""
+    from theory.covlasso import covlasso, covlasso_path
+    cov, c = _star(m, seed=m)
+    p = covlasso_path(cov, 0)
+    a = np.sort(np.abs(c))[::-1]
+    np.testing.assert_allclose(p.breakpoints, np.r_[2 * a, 0.0], rtol=1e-13, atol=1e-15)
+    want = np.sign(c) * np.maximum(np.abs(c)[None, :] - p.breakpoints[:, None] / 2, 0.0)
+    np.testing.assert_allclose(p.coefs[:, 1:], want, rtol=1e-12, atol=1e-14)
+    assert np.all(p.coefs[:, 0] == -1.0)
+    assert [s.size for s in p.supports] == list(range(m)) + [m]
+    lam = a[m // 2] + a[min(m // 2 + 1, m - 1)]  # between two breakpoints
+    np.testing.assert_allclose(covlasso(cov, 0, lam)[1:], np.sign(c) * np.maximum(np.abs(c) - lam / 2, 0.0),
+                               rtol=1e-12, atol=1e-14)
+
+
+def _nearly_collinear(r):
+    """Logits f_0 = (1, −1, 1), f_1 = (1, 0, 0), f_2 = (1, δ, 0): f_1 joins first (b̂ = (1, 1 − δ)), then f_2 with
+    a squared Cholesky pivot δ²/(1 + δ²) = r of Cov_22. Cov ≻ 0; f_2 is the only way to reach f_0's second
+    coordinate."""
+    d = np.sqrt(r / (1 - r))
+    V = np.array([[1.0, -1.0, 1.0], [1.0, 0.0, 0.0], [1.0, d, 0.0]]).T
+    return V.T @ V
+
+
+def _lasso_minimum(cov, lam):
+    """min of θᵀCovθ + λ‖θ̂‖₁ (θ_0 = −1, n = 3) by enumerating every support and sign pattern of θ̂ (the closed
+    form Ĉov_SS⁻¹(b̂_S − λ/2 s_S) on each, kept where its signs agree): independent of the homotopy."""
+    import itertools
+    C, b = cov[1:, 1:], cov[1:, 0]
+    best = cov[0, 0]  # θ̂ = 0
+    for S in ([0], [1], [0, 1]):
+        for sg in itertools.product([-1.0, 1.0], repeat=len(S)):
+            th = np.zeros(2)
+            th[S] = np.linalg.solve(C[np.ix_(S, S)], b[S] - lam / 2 * np.array(sg))
+            if np.all(np.sign(th[S]) == sg):
+                t = np.r_[-1.0, th]
+                best = min(best, t @ cov @ t + lam * np.abs(th).sum())
+    return best
+
+
+@pytest.mark.parametrize("lam", [1e-9, 1e-7])
+def test_a_category_is_set_aside_only_below_the_documented_pivot_tolerance(lam):
+    """Module doc of theory.covlasso: a joining category is set aside when its squared Cholesky pivot is ≤ 1e−12
+    of Cov_jj (numerically in the span of the active ones). At 1.5e−12 it must join: the objective then equals
+    the enumerated minimum (≈ 1.0; without f_2 it is ≈ 2.0). At 0.5e−12 it is set aside: θ_2 = 0 exactly."""
+    from theory.covlasso import covlasso
+    cov = _nearly_collinear(1.5e-12)
+    th = covlasso(cov, 0, lam)
+    assert th[2] != 0.0
+    assert th @ cov @ th + lam * np.abs(th[1:]).sum() == pytest.approx(_lasso_minimum(cov, lam), rel=1e-6)
+    assert covlasso(_nearly_collinear(0.5e-12), 0, lam)[2] == 0.0

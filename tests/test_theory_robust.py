@@ -1,4 +1,4 @@
-"""Every public entry point of theory/ under arbitrary input (issue 16 §1, last paragraph).
+"""Every public entry point of theory/ under arbitrary input: a finite answer or an error naming the argument.
 
 Hypothesis drives each public callable with one argument at a time replaced by an arbitrary value of its kind —
 arrays of any shape (empty, wrong rank) and dtype (int, bool, complex, object, float32), with NaN/Inf and
@@ -337,7 +337,7 @@ for _name in ("trace_ratio", "vci", "fuzziness", "squared_distance", "cosine_dis
 #: public callables deliberately not driven here, each with the reason.
 EXEMPT = {
     "theory._cachedir.cache_root": "no arguments: reads the environment (tested in tests/test_cache.py)",
-    "theory._cachedir.set_numba_cache_dir": "no arguments: sets numba's cache folder at import (tests/test_theory_mutants.py)",
+    "theory._cachedir.set_numba_cache_dir": "no arguments: sets numba's cache folder at import (tests/test_cachedir.py)",
     "theory.covlasso.CovLassoPath": "a result record built by covlasso_path; its .at() is driven as CovLassoPath.at",
     "theory.neural_dependency.Dependencies": "a result record returned by dependencies()",
     "theory.symbolic.nd.centred": "takes a sympy Matrix built by generic_symmetric (driven); exact algebra",
