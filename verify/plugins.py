@@ -22,6 +22,17 @@ a distribution announce it, so that it loads whenever it is installed::
 
 Its checks then appear in ``theorylab verify --list``, run with the built-in ones and get their own lines
 and sections in the report.
+
+The same module (or another one loaded the same way) may also bring
+
+* FG data models: ``sims.multiview.register_model("weak_common", WeakCommon)``; a config then names it with
+  ``model = "weak_common"`` in ``theorylab sim``, ``theorylab sweep`` and ``run_experiment`` (docs/datamodel.md);
+* sweep experiments: ``verify.sweep.register_experiment(Experiment(...))`` (docs/sweep.md).
+
+``theorylab sim`` and ``theorylab sweep`` take ``--plugins MODULE`` as ``verify`` does; a sweep's worker
+processes import the same modules before their first point (:func:`import_in_worker`), and a Dask sweep
+uploads the plugin files that are not installed packages to the workers. Neither may replace a built-in name:
+that is refused with an error naming the plugin.
 """
 from __future__ import annotations
 
@@ -93,3 +104,16 @@ def load(modules=(), entry_points: bool = True) -> list[str]:
     """Load the entry-point plugins (unless ``entry_points=False``), then the named modules."""
     done = load_entry_points() if entry_points else []
     return done + load_modules(list(modules or ()))
+
+
+def worker_imports() -> list[str]:
+    """The plugin modules loaded in this process (``--plugins`` and entry points), for a sweep's workers."""
+    return sorted({name.partition(":")[0] for name in LOADED if name.partition(":")[0] != "__main__"})
+
+
+def import_in_worker(modules) -> None:
+    """Import the sweep's plugin modules in a worker process (once; each registers its models and experiments
+    there as it did in the sweep process). A module that does not import is a :class:`PluginError`."""
+    todo = [m for m in modules or () if m not in sys.modules]
+    if todo:
+        load_modules(todo)

@@ -220,6 +220,17 @@ class HierarchicalMultiView:
             kinds[rank == 2 * s] = BIG_NOISE
         return kinds, feat
 
+    def _coefficients(self, kinds, generator, device, dtype) -> torch.Tensor:
+        """The (n, P) coefficient of each patch's feature: α ~ U[1 − ι, 1 + ι] for COMMON, SUBCLASS and MIDDLE
+        patches (B.1 item 7), α′ ~ U[ι_lower, ι_upper] for FEATURE_NOISE patches (item 8), 0 for noise."""
+        n = kinds.shape[0]
+        coef = torch.zeros(n, self.P, device=device, dtype=dtype)
+        is_feat = (kinds == COMMON) | (kinds == SUBCLASS) | (kinds == MIDDLE)
+        coef = torch.where(is_feat, _uniform((n, self.P), 1 - self.iota, 1 + self.iota, generator, device, dtype), coef)
+        fn = kinds == FEATURE_NOISE
+        coef = torch.where(fn, _uniform((n, self.P), self.iota_lower, self.iota_upper, generator, device, dtype), coef)
+        return coef
+
     def sample(self, n: int, *, hard: bool = False, train: bool = False, generator: torch.Generator,
                device="cpu", dtype=torch.float32) -> Batch:
         """n samples, n/n_fine per fine class; easy (B.1 item 5) or hard (item 6); X on ``device`` in ``dtype``."""
@@ -230,11 +241,7 @@ class HierarchicalMultiView:
         big = kinds == BIG_NOISE
         if big.any():
             X[big] *= self.sigma_zeta_hard / self.sigma_zeta
-        coef = torch.zeros(n, self.P, device=device, dtype=dtype)
-        is_feat = (kinds == COMMON) | (kinds == SUBCLASS) | (kinds == MIDDLE)
-        coef = torch.where(is_feat, _uniform((n, self.P), 1 - self.iota, 1 + self.iota, generator, device, dtype), coef)
-        fn = kinds == FEATURE_NOISE
-        coef = torch.where(fn, _uniform((n, self.P), self.iota_lower, self.iota_upper, generator, device, dtype), coef)
+        coef = self._coefficients(kinds, generator, device, dtype)
         V = self.dictionary(device, dtype)
         X = X + coef[..., None] * V[feat.clamp(min=0)]
         y_coarse, y_lab = self._labels(y_fine, train, generator)

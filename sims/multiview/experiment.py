@@ -21,7 +21,8 @@ import time
 
 import torch
 
-from sims.multiview.data import COUNT_LAWS, MODELS
+from sims.multiview import models
+from sims.multiview.data import COUNT_LAWS
 from sims.multiview.train import train
 from theory.multiview import c_b_for_lucky
 
@@ -67,11 +68,17 @@ def validate_config(config: dict | None) -> dict:
         config = {}
     if not isinstance(config, dict):
         raise ValueError(f"config must be a dict (a TOML table), got {type(config).__name__}")
-    unknown = sorted(set(config) - set(DEFAULTS))
+    entry = models.resolve(config.get("model", DEFAULTS["model"]))  # ValueError listing the known models
+    own = {k: v for k, v in entry.params.items() if k not in DEFAULTS}  # a plugin model's own config keys
+    unknown = sorted(set(config) - set(DEFAULTS) - set(own))
     if unknown:
-        raise ValueError(f"unknown config key(s) {unknown}; allowed keys: {sorted(DEFAULTS)}")
+        extra = f" and data model {entry.name!r}'s {sorted(own)}" if own else ""
+        raise ValueError(f"unknown config key(s) {unknown}; allowed keys: {sorted(DEFAULTS)}{extra}")
     cfg = copy.deepcopy(DEFAULTS)
+    cfg.update(copy.deepcopy(own))
     cfg.update(copy.deepcopy(config))
+    for key, default in own.items():
+        cfg[key] = _own_value(entry.name, key, default, cfg[key])
     for key in _INT:
         v = cfg[key]
         if isinstance(v, bool) or not isinstance(v, int):
@@ -88,8 +95,6 @@ def validate_config(config: dict | None) -> dict:
         v = cfg[key]
         if v != "auto" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
             raise ValueError(f"config key {key!r} must be 'auto' or a number > 0, got {v!r}")
-    if cfg["model"] not in MODELS:
-        raise ValueError(f"config key 'model' must be one of {sorted(MODELS)}, got {cfg['model']!r}")
     if cfg["counts"] not in COUNT_LAWS:
         raise ValueError(f"config key 'counts' must be one of {list(COUNT_LAWS)}, got {cfg['counts']!r}")
     if cfg["dictionary"] not in ("identity", "random"):
@@ -127,19 +132,29 @@ def validate_config(config: dict | None) -> dict:
     return cfg
 
 
+def _own_value(model: str, key: str, default, v):
+    """A plugin model's own config key, checked against the type of its default (int, float, bool, str)."""
+    where = f"config key {key!r} (a parameter of data model {model!r})"
+    if isinstance(default, bool) or isinstance(default, str):
+        if type(v) is not type(default):
+            raise ValueError(f"{where} must be a {type(default).__name__}, got {v!r}")
+    elif isinstance(default, int):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+            raise ValueError(f"{where} must be an integer, got {v!r}")
+        v = int(v)
+    elif isinstance(default, float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{where} must be a finite number, got {v!r}")
+        v = float(v)
+    elif v is not None and (isinstance(v, (dict, list)) or not isinstance(v, (bool, int, float, str))):
+        raise ValueError(f"{where} must be a number, a string or a bool, got {v!r}")
+    return v
+
+
 def make_data_model(cfg: dict):
-    """The data model named by ``cfg['model']`` (any DataModel; the sandbox models take their extra key)."""
-    cls = MODELS[cfg["model"]]
-    kw = dict(iota=cfg["iota"], iota_lower=cfg["iota_lower"], iota_upper=cfg["iota_upper"],
-              noise_norm=cfg["noise_norm"], hard_noise_norm=cfg["hard_noise_norm"], dictionary=cfg["dictionary"],
-              dictionary_seed=cfg["seed"], counts=cfg["counts"])
-    extra = {"shared_subclass": "shared", "three_level": "k2", "label_noise": "flip"}.get(cfg["model"])
-    if extra:
-        kw[extra] = cfg[extra]
-    try:
-        return cls(cfg["d"], cfg["P"], cfg["s"], cfg["k"], **kw)
-    except ValueError as exc:
-        raise ValueError(f"config: {exc}") from None
+    """The data model named by ``cfg['model']``: built, for a validated config, by
+    :func:`sims.multiview.models.build` (``factory(d, P, s, k, **the config keys it takes)``)."""
+    return models.build(cfg)
 
 
 def resolved_c_b(cfg: dict) -> dict:
@@ -151,23 +166,19 @@ def resolved_c_b(cfg: dict) -> dict:
     return out
 
 
-def run_experiment(config: dict, device="cpu", progress: bool = False, data_model=None) -> dict:
+def run_experiment(config: dict, device="cpu", progress=False, data_model=None) -> dict:
     """Run coarse and/or fine training of FG Eq 14–18 on one data model; return plain numbers.
 
     ``data_model``: any object satisfying :class:`sims.multiview.data.DataModel` (the sandbox); by default the
-    one named by ``config['model']``. Output: ``{"config", "c_b", "<training>": {"curves": {...lists},
+    one named by ``config['model']``. ``progress``: True for a tqdm bar per training (shown on a terminal), or
+    a callable called with 1 after every SGD step of every training (e.g. an outer bar's ``update``). Output: ``{"config", "c_b", "<training>": {"curves": {...lists},
     "final": {...}}, "summary": {coarse_easy_err, coarse_hard_err, fine_easy_err, fine_hard_err, hard_gap, ...},
     "seconds"}``.
     """
     cfg = validate_config(config)
     data = make_data_model(cfg) if data_model is None else data_model
     if data_model is not None:
-        from sims.multiview.data import DataModel
-
-        if not isinstance(data_model, DataModel):
-            raise ValueError(f"data_model {type(data_model).__name__} does not satisfy the DataModel protocol "
-                             f"(needs d, P, n_coarse, n_fine, sigma_zeta, iota, sample, dictionary, coarse_of_fine, "
-                             f"common_of_coarse, sub_of_fine)")
+        models.check_protocol(data_model)  # names each missing attribute / method
         for key in ("d", "P", "k"):  # the config sizes the learner and c_b, the data model draws the samples
             have = getattr(data_model, key, None)
             if have is not None and int(have) != cfg[key]:
@@ -222,8 +233,10 @@ def cached_experiment(config: dict, device="cpu", progress: bool = False) -> dic
 
     cfg = validate_config(config)
     params = {"version": 5, "config": cfg, "device": str(device)}
+    entry = models.resolve(cfg["model"])  # a plugin model's code is part of the key: editing it reruns
     res = cached("fg_experiment", params,
-                 lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))})
+                 lambda: {"json": json.dumps(run_experiment(cfg, device=device, progress=progress))},
+                 depends=() if entry.builtin else (entry.factory,))
     return json.loads(res["json"])
 
 

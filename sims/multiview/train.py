@@ -64,13 +64,14 @@ def torch_threads(n: int | None):
 
 def train(data: DataModel, *, labels: str, m: int, c_b: float, sigma0: float, eta: float, steps: int, batch: int,
           eval_every: int, n_test: int, generator: torch.Generator, device="cpu", dtype=torch.float32,
-          progress: bool = False, n_patch: int = 256, threads: int | None = 1) -> dict:
+          progress=False, n_patch: int = 256, threads: int | None = 1) -> dict:
     """Train one network with ``labels`` in {'coarse', 'fine'} and return its curves (plain lists/floats).
 
     The curves are read every ``eval_every`` steps (and at ``steps``); their ``train_loss`` is the mean batch
     loss over the steps since the previous reading, so a claim can be judged at any of these horizons.
 
     ``threads``: torch intra-op threads while training on CPU (None: leave torch's setting alone).
+    ``progress``: True for a tqdm bar (on a terminal), or a callable called with 1 after every SGD step.
     """
     if torch.device(device).type != "cpu":
         threads = None
@@ -128,8 +129,9 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
         int(torch.randint(2 ** 31, (1,), generator=generator, device=generator.device)))
     resp_curves = {k: [] for k in ("response_common_lucky", "response_sub_lucky", "response_common_all",
                                    "response_sub_all")}
-    bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step", disable=None if progress else True,
-               leave=False)
+    tick = progress if callable(progress) else None  # a caller's per-step callback, instead of our own bar
+    bar = tqdm(range(steps + 1), desc=f"{labels} training", unit="step",
+               disable=None if (progress and tick is None) else True, leave=False)
     loss = None  # no batch seen before step 0
     loss_sum, loss_n = 0.0, 0  # batch losses since the last evaluation: the curve's train loss is their mean
     for t in bar:
@@ -152,6 +154,8 @@ def _train(data, *, labels, m, c_b, sigma0, eta, steps, batch, eval_every, n_tes
         y = b.y_coarse if labels == "coarse" else b.y_fine
         loss = net.step(b.X, y, eta)
         loss_sum, loss_n = loss_sum + loss, loss_n + 1
+        if tick is not None:
+            tick(1)
         if not math.isfinite(loss):
             if not bool(torch.isfinite(b.X).all()):  # the data, not the step size
                 raise FloatingPointError(f"{type(data).__name__}.sample returned non-finite patches at step {t}: "

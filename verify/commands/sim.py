@@ -18,6 +18,12 @@ Before any work the run's cost is estimated from the flops of its steps and eval
 (:func:`estimate_cost`): on the CPU a run estimated longer than ``--max-cpu-minutes`` (default 30) is refused
 with the estimate (``--force`` runs it anyway); on CUDA one whose estimated memory exceeds the GPU's free memory
 is refused the same way.
+
+The run shows one progress bar on stderr (SGD steps of every training, with steps/s; ``-q`` silences it).
+``--json PATH`` also writes the run's numbers as one JSON object (:func:`sim_json`); ``--json -`` prints it
+on stdout and nothing else (the table and the list of written files go to stderr). ``--plugins MODULE``
+imports a plugin first, so that the config's ``model`` may name a data model it registers
+(docs/datamodel.md); ``model = "pkg.mod:Factory"`` needs no plugin.
 """
 from __future__ import annotations
 
@@ -255,12 +261,18 @@ def _write_one(result, out: Path, figures: bool) -> list:
     return written
 
 
+def total_steps(configs) -> int:
+    """The SGD steps of every training of the planned runs (the progress bar's total)."""
+    return sum(c["steps"] * len(c["trainings"]) for c in configs)
+
+
 def run_sim(config_path, out_dir, device="cpu", figures: bool = True, force: bool = True,
-            max_cpu_minutes: float = 30.0, cache: bool = False) -> dict:
+            max_cpu_minutes: float = 30.0, cache: bool = False, progress=True) -> dict:
     """Run the config's experiment(s) on ``device`` and write them to ``out_dir``. The cost check
     (:func:`preflight`) refuses a run too long for the CPU unless ``force`` (the default here: the command line
     passes ``force=False`` unless --force). ``cache``: through ``sims.cache`` (keyed by config, device and code),
-    so a sweep point equal to an earlier single run is not trained twice."""
+    so a sweep point equal to an earlier single run is not trained twice. ``progress``: True (a bar per
+    training on a terminal), False, or a callable called with 1 after every SGD step."""
     from sims.cache import atomic_write_text
     from sims.multiview.experiment import cached_experiment
 
@@ -276,11 +288,11 @@ def run_sim(config_path, out_dir, device="cpu", figures: bool = True, force: boo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not plan["sweep"]:
-        result = run_experiment(plan["configs"][0], device=device, progress=True)
+        result = run_experiment(plan["configs"][0], device=device, progress=progress)
         return {"result": result, "written": _write_one(result, out, figures), "out": out, "cost": cost}
     rows, written = [], []
     for cfg in plan["configs"]:
-        r = run_experiment(cfg, device=device, progress=True)
+        r = run_experiment(cfg, device=device, progress=progress)
         sub = f"d{cfg['d']}"
         written += [f"{sub}/{w}" for w in _write_one(r, out / sub, False)]
         rows.append({"d": cfg["d"], "m_coarse": cfg["m_coarse"], "m_fine": cfg["m_fine"], "steps": cfg["steps"],
@@ -318,26 +330,83 @@ def sweep_table(sweep: dict) -> str:
                              "fine hard", "gap", "s"])
 
 
+def sim_json(done: dict) -> dict:
+    """The run as one JSON-able object: ``out``, ``written``, ``cost`` and, for one experiment, its ``config``,
+    ``c_b``, ``summary``, ``seconds``, ``device``; for a d-sweep, ``sweep`` (``ds`` and one row per d)."""
+    out = {"out": str(done["out"]), "written": list(done["written"]), "cost": done["cost"]}
+    if "sweep" in done:
+        out["sweep"] = done["sweep"]
+    else:
+        r = done["result"]
+        out.update({k: r[k] for k in ("config", "c_b", "summary", "seconds", "device") if k in r})
+    return out
+
+
+class _LazyBar:
+    """A tqdm bar drawn from the first step on (a run refused by the cost check prints nothing but its line)."""
+
+    def __init__(self, **kw):
+        self.kw, self.bar = kw, None
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(**self.kw)
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def cmd_sim(args) -> int:
-    from verify.api import check_device, prepare_dir
+    from verify import plugins
+    from verify.api import check_device, prepare_dir, prepare_file
+    from verify.cli import _plugin_list
 
     check_device(args.device)                     # before any work: a missing GPU is one line, exit 2
+    plugins.load(_plugin_list(args))              # a plugin's data model; PluginError: one line, exit 2
+    to_stdout = args.json == "-"
+    if args.json and not to_stdout:
+        prepare_file(args.json, "--json")
+    human = sys.stderr if to_stdout else sys.stdout
     if Path(args.out).parent.name == "report":  # the default report/sim_multiview: mark report/ as theorylab's
         from verify.api import adopt_report_dir
 
         adopt_report_dir(Path(args.out).parent)
     prepare_dir(args.out, "--out")
     try:
-        done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
-                       max_cpu_minutes=args.max_cpu_minutes, cache=args.cache)
+        plan = load_plan(args.config)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"theorylab sim: error: {exc}", file=sys.stderr)
         return 2
+    bar = _LazyBar(total=total_steps(plan["configs"]), desc=f"sim {args.model}", unit="step", file=sys.stderr,
+                   disable=args.quiet, mininterval=0.5, dynamic_ncols=True)
+    try:
+        done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
+                       max_cpu_minutes=args.max_cpu_minutes, cache=args.cache, progress=bar.update)
+    except ValueError as exc:
+        bar.close()
+        print(f"theorylab sim: error: {exc}", file=sys.stderr)
+        return 2
+    bar.close()
+    if args.json:
+        from verify.report import json_line
+
+        text = json_line(sim_json(done))
+        if to_stdout:
+            print(text, flush=True)
+        else:
+            from sims.cache import atomic_write_text
+
+            atomic_write_text(Path(args.json), text + "\n")
     if "sweep" in done:
-        print(sweep_table(done["sweep"]))
+        print(sweep_table(done["sweep"]), file=human)
     else:
-        print(summary_table(done["result"]["summary"]))
-    print(f"\nwrote {', '.join(done['written'][:6])}{' …' if len(done['written']) > 6 else ''} to {done['out']}")
+        print(summary_table(done["result"]["summary"]), file=human)
+    print(f"\nwrote {', '.join(done['written'][:6])}{' …' if len(done['written']) > 6 else ''} to {done['out']}"
+          + (f"; JSON to {args.json}" if args.json and not to_stdout else ""), file=human)
     return 0
 
 
@@ -352,4 +421,9 @@ def register(subparsers) -> None:
     p.add_argument("--max-cpu-minutes", type=float, default=30.0, metavar="MIN",
                    help="refuse a CPU run estimated longer than this (default 30)")
     p.add_argument("--cache", action="store_true", help="reuse/keep results in the sims cache ($THEORYLAB_CACHE)")
+    p.add_argument("--plugins", action="append", metavar="MODULE[,MODULE]",
+                   help="import these modules first: the config's model may name a data model they register")
+    p.add_argument("--json", metavar="PATH", help="also write the run's numbers as JSON to PATH; '-': the JSON on "
+                   "stdout and nothing else (the table goes to stderr)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_sim)

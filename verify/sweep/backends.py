@@ -65,10 +65,11 @@ class Dask:
     leaves the point unrecorded ("lost"): a rerun resumes it.
     """
 
-    def __init__(self, client):
+    def __init__(self, client, imports=()):
         import distributed
 
         self.client, self.distributed = client, distributed
+        upload_plugins(client, imports)
 
     def run(self, tasks):
         from distributed.scheduler import KilledWorker
@@ -89,7 +90,28 @@ class Dask:
         self.client.close()
 
 
-def make_backend(sched: str, client, workers: int | None, n_tasks: int, tries: int):
+def upload_plugins(client, modules) -> list[str]:
+    """Send the plugin modules that are single files of project code (not installed packages) to the Dask
+    workers (``Client.upload_file``), so a worker on another machine imports them too. A plugin package must
+    be installed on the workers (``pip install``). Returns the files sent."""
+    import importlib.util
+
+    from sims.codehash import is_project_file
+
+    sent = []
+    for name in modules or ():
+        spec = importlib.util.find_spec(name)
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        if not origin or not origin.endswith(".py") or spec.submodule_search_locations is not None:
+            continue
+        if "." in name or not is_project_file(origin):
+            continue  # a module inside a package, or installed: the workers import it from their environment
+        client.upload_file(origin)
+        sent.append(origin)
+    return sent
+
+
+def make_backend(sched: str, client, workers: int | None, n_tasks: int, tries: int, imports=()):
     """The backend for a parsed scheduler spec (see :func:`parse_scheduler`)."""
     if sched == "serial":
         return Serial()
@@ -100,4 +122,4 @@ def make_backend(sched: str, client, workers: int | None, n_tasks: int, tries: i
 
         n = workers or os.cpu_count() or 1
         return LocalPool(max(1, min(n, n_tasks)), tries=tries)
-    return Dask(client)
+    return Dask(client, imports)

@@ -156,10 +156,19 @@ def _lyapunov(params: dict, seed: int) -> dict:
 
 
 # -------------------------------------------------------------------------------------------- multiview
-def _multiview_names() -> list:
+def _multiview_names(point: dict | None = None) -> list:
+    """The config keys (``DEFAULTS``) and, for a point whose ``model`` is a plugin's, that model's own keys."""
+    from sims.multiview import models
     from sims.multiview.experiment import DEFAULTS
 
-    return list(DEFAULTS)
+    names = list(DEFAULTS)
+    spec = (point or {}).get("model")
+    if isinstance(spec, str):
+        try:
+            names += [k for k in models.resolve(spec).params if k not in DEFAULTS]
+        except ValueError:
+            pass  # validate_config says what is wrong with the model
+    return names
 
 
 def _multiview_validate(given: dict) -> dict:
@@ -237,10 +246,51 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 
 
+BUILTIN = frozenset(EXPERIMENTS)
+
+
+def register_experiment(exp: Experiment) -> Experiment:
+    """Add a plugin's experiment (``theorylab sweep --plugins MODULE``; docs/sweep.md). A built-in name, or a
+    name already taken by another function, is a ValueError naming the plugin (the module of ``exp.run``)."""
+    if not isinstance(exp, Experiment):
+        raise ValueError(f"register_experiment takes a verify.sweep.schema.Experiment, got {type(exp).__name__}")
+    where = getattr(exp.run, "__module__", "?")
+    if exp.name in BUILTIN:
+        raise ValueError(f"plugin {where}: {exp.name!r} is a built-in sweep experiment and cannot be replaced; "
+                         f"register yours under another name")
+    old = EXPERIMENTS.get(exp.name)
+    if old is not None and (old.run.__module__, old.run.__qualname__) != (where, exp.run.__qualname__):
+        raise ValueError(f"plugin {where}: sweep experiment {exp.name!r} is already registered by "
+                         f"{old.run.__module__}; choose another name")
+    EXPERIMENTS[exp.name] = exp
+    return exp
+
+
+def unregister_experiment(name: str) -> None:
+    """Forget a plugin's experiment (a built-in name is a ValueError)."""
+    if name in BUILTIN:
+        raise ValueError(f"{name!r} is a built-in sweep experiment")
+    EXPERIMENTS.pop(name, None)
+
+
+def plugin_code(exp: Experiment, params: dict):
+    """The plugin code a point runs (None: built-in code only): the experiment's function for a plugin
+    experiment, the data model's factory for a ``multiview`` point whose ``model`` is a plugin's."""
+    if exp.name not in BUILTIN:
+        return exp.run
+    if exp.name == "multiview" and isinstance(params.get("model"), str):
+        from sims.multiview import models
+
+        entry = models.resolve(params["model"])
+        return None if entry.builtin else entry.factory
+    return None
+
+
 def get(name: str) -> Experiment:
     """The experiment called ``name``; ValueError listing the known ones otherwise."""
     if not isinstance(name, str) or name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))}")
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(sorted(EXPERIMENTS))} (a plugin's "
+                         f"experiment needs --plugins MODULE)")
     return EXPERIMENTS[name]
 
 

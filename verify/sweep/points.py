@@ -23,8 +23,14 @@ def derive_seed(sweep_seed: int, experiment: str, params: dict) -> int:
     return int.from_bytes(hashlib.sha256(blob.encode()).digest()[:4], "little")
 
 
-def point_key(experiment: str, version: str, params: dict, seed: int) -> str:
-    blob = canonical_json({"experiment": experiment, "version": version, "params": params, "seed": seed})
+def point_key(experiment: str, version: str, params: dict, seed: int, code: str = "") -> str:
+    """The point's file name: a hash of what determines its result. ``code``: the fingerprint of the plugin
+    code it runs (:func:`sims.codehash.code_fingerprint`; empty for built-in code), so editing a plugin's data
+    model or experiment reruns its points."""
+    fields = {"experiment": experiment, "version": version, "params": params, "seed": seed}
+    if code:
+        fields["code"] = code
+    blob = canonical_json(fields)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 

@@ -61,7 +61,7 @@ class SweepResult:
 def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: int = 0,
               retry_failed: bool = False, workers: int | None = None, progress: bool = True,
               plot: dict | None = None, connect_timeout: float = 5.0, name: str | None = None,
-              wait: float | None = 0.0, tries: int = 2) -> SweepResult:
+              wait: float | None = 0.0, tries: int = 2, plugins=()) -> SweepResult:
     """Run (or resume) a sweep of ``experiment`` over ``points`` into ``out_dir``.
 
     ``points``: a list of parameter dicts or a grid spec (see :func:`expand_points`). ``scheduler``:
@@ -69,8 +69,13 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     file exists are skipped (failed and crashed ones rerun with ``retry_failed``). ``plot``: ``{"x", "y",
     "hue", "xscale", "yscale"}`` for the summary plot (default: the experiment's). ``wait``: seconds to wait
     for another sweep holding ``out_dir`` (0: FolderBusy at once; None: as long as it takes). ``tries``: how
-    many local workers a point may kill before it is recorded ``crashed``. Returns a :class:`SweepResult`.
+    many local workers a point may kill before it is recorded ``crashed``. ``plugins``: modules to import first
+    (their experiments and data models join the built-in ones; :mod:`verify.plugins`); the workers import
+    them, and the other plugins loaded in this process, before their first point. Returns a :class:`SweepResult`.
     """
+    from verify import plugins as _plugins
+
+    _plugins.load([plugins] if isinstance(plugins, str) else list(plugins or ()))
     exp = experiments.get(experiment)
     pts = [exp.canonical(p) for p in expand_points(points)]
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -85,11 +90,12 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     plot_spec = check_plot(exp, {**exp.plot, **(plot or {})}, pts)
     records = []
     seen = {}
+    imports = set(_plugins.worker_imports())
     for p in pts:
         for k, v in p.items():
             _check_value(k, v)
         s = derive_seed(seed, exp.name, p)
-        key = point_key(exp.name, exp.version, p, s)
+        key = point_key(exp.name, exp.version, p, s, _plugin_code(exp, p, imports))
         if key in seen:
             raise ValueError(f"duplicate point {p} (points #{seen[key]} and #{len(records)})")
         seen[key] = len(records)
@@ -99,13 +105,26 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     try:
         with FolderLock(Path(out_dir), wait):
             return _execute(exp, records, Path(out_dir), sched, client, seed, retry_failed, workers, progress,
-                            plot_spec, name, tries)
+                            plot_spec, name, tries, sorted(imports))
     finally:
         if client is not None:
             client.close()
 
 
-def _execute(exp, records, out, sched, client, seed, retry_failed, workers, progress, plot, name, tries):
+def _plugin_code(exp, params: dict, imports: set) -> str:
+    """The fingerprint of the plugin code the point runs ('' for built-in code); adds its module to ``imports``."""
+    fn = experiments.plugin_code(exp, params)
+    if fn is None:
+        return ""
+    from sims.codehash import code_fingerprint
+
+    module = getattr(fn, "__module__", None)
+    if module and module != "__main__":
+        imports.add(module)
+    return code_fingerprint(fn)[0][:16]
+
+
+def _execute(exp, records, out, sched, client, seed, retry_failed, workers, progress, plot, name, tries, imports):
     from tqdm import tqdm
 
     store = Store(out, exp)
@@ -137,8 +156,9 @@ def _execute(exp, records, out, sched, client, seed, retry_failed, workers, prog
     backend = None
     try:
         if todo:
-            backend = make_backend(sched, client, workers, len(todo), tries)
-            tasks = [(i, records[i]["key"], (exp.name, records[i]["params"], records[i]["seed"])) for i in todo]
+            backend = make_backend(sched, client, workers, len(todo), tries, imports)
+            tasks = [(i, records[i]["key"], (exp.name, records[i]["params"], records[i]["seed"], imports))
+                     for i in todo]
             for i, outcome in backend.run(tasks):
                 bar.update(1)
                 if outcome["status"] == "lost":  # not recorded: a rerun resumes it
@@ -170,9 +190,13 @@ def _execute(exp, records, out, sched, client, seed, retry_failed, workers, prog
     return result
 
 
-def load_sweep(out_dir) -> SweepResult:
+def load_sweep(out_dir, plugins=()) -> SweepResult:
     """The records of a finished or interrupted sweep from its ``index.json`` and point files (a point file
-    that is missing or not a record of its point counts as pending)."""
+    that is missing or not a record of its point counts as pending). ``plugins``: the modules of a plugin
+    experiment."""
+    from verify import plugins as _plugins
+
+    _plugins.load(list(plugins or ()))
     out = Path(out_dir)
     index = json.loads((out / "index.json").read_text())
     exp = experiments.get(index["experiment"])
@@ -185,7 +209,7 @@ def load_sweep(out_dir) -> SweepResult:
 
 def sweep_runner(out_dir, experiment: str = "multiview", scheduler: str = "local", seed: int = 0,
                  workers: int | None = None, progress: bool = True, retry_failed: bool = False,
-                 wait: float | None = None):
+                 wait: float | None = None, plugins=()):
     """A ``runner(configs) -> results`` callable that runs each config as one sweep point (resumable,
     local or on a Dask cluster) and returns the experiment's results in the configs' order.
 
@@ -199,7 +223,7 @@ def sweep_runner(out_dir, experiment: str = "multiview", scheduler: str = "local
     def runner(configs: Iterable[dict]) -> list:
         configs = [dict(c) for c in configs]
         res = run_sweep(experiment, configs, out_dir, scheduler=scheduler, seed=seed, workers=workers,
-                        progress=progress, retry_failed=retry_failed, wait=wait)
+                        progress=progress, retry_failed=retry_failed, wait=wait, plugins=plugins)
         bad = [r for r in res.records if r["status"] != "done"]
         if bad:
             r = bad[0]

@@ -90,7 +90,7 @@ class Experiment:
     """A named experiment: ``run(params, seed) -> dict`` of JSON-able numbers/lists/strings.
 
     Parameters are declared either as ``params`` (name → :class:`Param`) or, where the implementation
-    owns its config, by ``validate(given) -> complete config`` (raises ValueError) and ``names() -> list``.
+    owns its config, by ``validate(given) -> complete config`` (raises ValueError) and ``names(point) -> list``.
     ``required``: top-level keys every result has (a point file without them is corrupt). ``results``:
     the scalar result fields a plot may name (fnmatch patterns, dotted for nested dicts:
     ``summary.*``). ``plot``: default summary plot axes ``x``, ``y`` and optional ``hue``. ``seed_param``:
@@ -110,8 +110,9 @@ class Experiment:
     plot: dict = dataclasses.field(default_factory=dict)
     seed_param: str | None = None
 
-    def param_names(self) -> list[str]:
-        return list(self.params) if self.params is not None else list(self.names())
+    def param_names(self, point: dict | None = None) -> list[str]:
+        """The parameter names (``names(point)``: they may depend on the point, e.g. on its data model)."""
+        return list(self.params) if self.params is not None else list(self.names(point or {}))
 
     def canonical(self, point: dict) -> dict:
         """The point as it runs: every value checked and normalised, the defaults filled in (so ``n=100``
@@ -119,7 +120,7 @@ class Experiment:
         if not isinstance(point, dict):
             raise ValueError(f"{self.name}: a point must be a dict of parameters, got {type(point).__name__}")
         given = {k: v for k, v in point.items() if k != REPLICATE}
-        names = self.param_names()
+        names = self.param_names(given)
         unknown = [k for k in given if k not in names]
         if unknown:
             raise ValueError(f"experiment {self.name!r} has no parameter {unknown[0]!r}; its parameters are: "

@@ -23,11 +23,18 @@ def _one_blas_thread():
     return single_threaded(torch_threads=None)
 
 
-def run_point(experiment: str, params: dict, seed: int) -> dict:
-    """One task (runs in a worker): the experiment's result, or the error and its traceback. Never raises."""
+def run_point(experiment: str, params: dict, seed: int, imports=()) -> dict:
+    """One task (runs in a worker): the experiment's result, or the error and its traceback. Never raises.
+
+    ``imports``: the sweep's plugin modules, imported first (:func:`verify.plugins.import_in_worker`), so a
+    plugin's experiment or data model is known in the worker too."""
     t0 = time.perf_counter()
     rec = {"status": "done", "result": None, "error": None, "traceback": None}
     try:
+        if imports:
+            from verify.plugins import import_in_worker
+
+            import_in_worker(imports)
         with _one_blas_thread():
             result = experiments.run(experiment, params, seed)
         rec["result"] = to_jsonable(result)
