@@ -1,0 +1,247 @@
+"""The glyph CNNs (sims.glyphs.nets), their trainer and cache (sims.glyphs.train), and their read-out
+(sims.glyphs.features). Training runs on a small stand-in task with the glyph task's interface (random class
+templates plus noise), so the tests take seconds; one test trains on the real glyph task when it is installed."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sims.glyphs import features as gf
+from sims.glyphs import nets, train
+
+
+@dataclasses.dataclass(frozen=True)
+class StandInConfig:
+    n_classes: int = 12
+    size: int = 16
+    seed: int = 0
+
+
+class StandInTask:
+    """The glyph task's interface: labels(level), images(split, per_class, seed) -> (X, y, face), faces."""
+
+    faces = ("A", "B", "C", "D", "E")
+    train_faces = (0, 1, 2)
+    test_faces = (3, 4)
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        rng = np.random.default_rng(cfg.seed)
+        self.templates = rng.random((cfg.n_classes, 1, cfg.size, cfg.size)) > 0.6
+
+    def labels(self, level):
+        k = np.arange(self.cfg.n_classes)
+        return {"fine": k, "base": k // 2, "script": k // 6}[level]
+
+    def images(self, split, per_class, seed):
+        rng = np.random.default_rng([seed, {"train": 0, "aug_test": 1, "face_test": 2}[split]])
+        y = np.repeat(np.arange(self.cfg.n_classes), per_class)
+        faces = self.train_faces if split != "face_test" else self.test_faces
+        face = rng.choice(faces, size=len(y))
+        X = 0.8 * self.templates[y] + 0.3 * rng.random((len(y), 1, self.cfg.size, self.cfg.size))
+        return X.astype(np.float32).clip(0, 1), y.astype(np.int64), face.astype(np.int64)
+
+
+@pytest.fixture()
+def stand_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def load(cfg):
+        calls.append(cfg)
+        return StandInTask(cfg)
+
+    monkeypatch.setattr(train, "_load_task", load)
+    return calls
+
+
+TINY = dict(epochs=2, per_class=6, batch_size=16, progress=False, device="cpu")
+
+
+def _weights(net):
+    return {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+
+
+@pytest.mark.parametrize("arch", nets.ARCHS)
+def test_same_seed_gives_identical_weights_and_other_seed_does_not(stand_in, arch):
+    a = train.train_glyph_net(StandInConfig(), arch=arch, seed=3, **TINY)
+    b = train.train_glyph_net(StandInConfig(), arch=arch, seed=3, refresh=True, **TINY)
+    c = train.train_glyph_net(StandInConfig(), arch=arch, seed=4, **TINY)
+    assert not a.from_cache and not b.from_cache
+    wa, wb, wc = _weights(a.model), _weights(b.model), _weights(c.model)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert any(not torch.equal(wa[k], wc[k]) for k in wa if wa[k].is_floating_point())
+    assert np.array_equal(a.history["loss"], b.history["loss"])
+
+
+def test_initialisation_depends_only_on_the_generator():
+    g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    torch.manual_seed(0)
+    a = nets.build_net("resnet", 10, 32, generator=g1)
+    torch.manual_seed(123)  # the global RNG must not matter
+    b = nets.build_net("resnet", 10, 32, generator=g2)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_cache_hit_then_miss_on_a_parameter_or_code_change(stand_in, monkeypatch):
+    a = train.train_glyph_net(StandInConfig(), **TINY)
+    b = train.train_glyph_net(StandInConfig(), **TINY)
+    assert not a.from_cache and b.from_cache and len(stand_in) == 1
+    assert all(torch.equal(x, y) for x, y in zip(_weights(a.model).values(), _weights(b.model).values()))
+    assert np.array_equal(a.history["train_acc"], b.history["train_acc"]) and b.seconds == a.seconds
+    assert not b.model.training
+    # a parameter change retrains
+    assert not train.train_glyph_net(StandInConfig(), tau=0.5, **TINY).from_cache
+    assert not train.train_glyph_net(StandInConfig(seed=1), **TINY).from_cache
+    # the key holds the fingerprint of the trainer's code and of the nets it imports
+    from sims.codehash import code_fingerprint
+
+    assert {"sims.glyphs.train", "sims.glyphs.nets"} <= set(code_fingerprint(train.train_glyph_net)[1])
+    import sims.cache as cache
+
+    real = cache.code_fingerprint
+    monkeypatch.setattr(cache, "code_fingerprint", lambda *o: ("edited" + real(*o)[0], real(*o)[1]))
+    assert not train.train_glyph_net(StandInConfig(), **TINY).from_cache
+    assert train.train_glyph_net(StandInConfig(), **TINY).from_cache
+
+
+def test_checkpoints_are_saved_at_the_requested_epochs(stand_in):
+    r = train.train_glyph_net(StandInConfig(), epochs=3, checkpoints=(0, 2, 3), per_class=6, batch_size=16,
+                              progress=False, device="cpu")
+    assert sorted(r.checkpoints) == [0, 2, 3] and len(r.history["loss"]) == 3
+    init = nets.build_net("lenet", 12, 16, seed=0)
+    assert all(torch.equal(v, r.checkpoints[0][k]) for k, v in init.state_dict().items())
+    final = _weights(r.model)
+    assert all(torch.equal(final[k], r.checkpoints[3][k]) for k in final)
+    assert any(not torch.equal(final[k], r.checkpoints[2][k]) for k in final)
+    again = train.train_glyph_net(StandInConfig(), epochs=3, checkpoints=(3, 2, 0), per_class=6, batch_size=16,
+                                  progress=False, device="cpu")
+    assert again.from_cache and sorted(again.checkpoints) == [0, 2, 3]  # same set, same key
+    m2 = r.at_checkpoint(2)
+    assert all(torch.equal(v.cpu(), r.checkpoints[2][k]) for k, v in m2.state_dict().items())
+    with pytest.raises(ValueError, match="no checkpoint at 1"):
+        r.at_checkpoint(1)
+
+
+def _direct_regulariser(h, y):
+    """VC Sec 6.3's term as read in train.py, by loops: mean over classes with n ≥ 2 of (mean cos over i ≠ j)/n."""
+    terms = []
+    for k in np.unique(y):
+        idx = np.flatnonzero(y == k)
+        n = len(idx)
+        if n < 2:
+            continue
+        sims = [h[i] @ h[j] / (np.linalg.norm(h[i]) * np.linalg.norm(h[j])) for i, j in itertools.permutations(idx, 2)]
+        terms.append(np.mean(sims) / n)
+    return np.mean(terms) if terms else 0.0
+
+
+def test_loss_is_ce_of_logits_over_tau_plus_lambda_times_the_regulariser():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(12, 5, generator=g, dtype=torch.float64)
+    h = torch.rand(12, 7, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 4, 1])
+    zn, yn = z.numpy(), y.numpy()
+    for tau in (1.0, 0.3):
+        s = zn / tau
+        ce = np.mean(np.log(np.exp(s).sum(1)) - s[np.arange(12), yn])
+        total, ce_t, reg = train.glyph_loss(z, h, y, tau=tau, cos_reg=0.0)
+        assert abs(float(total) - ce) < 1e-12 and float(reg) == 0.0
+    r = _direct_regulariser(h.numpy(), yn)
+    assert abs(float(train.cosine_regulariser(h, y)) - r) < 1e-12 and r > 0
+    total, ce_t, reg = train.glyph_loss(z, h, y, tau=0.5, cos_reg=2.5)
+    assert abs(float(total) - float(F.cross_entropy(z / 0.5, y)) - 2.5 * r) < 1e-12
+    # singletons only: no pair, R = 0
+    assert float(train.cosine_regulariser(h[:4], torch.arange(4))) == 0.0
+
+
+def test_tau_and_cos_reg_change_the_training(stand_in):
+    base = train.train_glyph_net(StandInConfig(), **TINY)
+    hot = train.train_glyph_net(StandInConfig(), tau=0.2, **TINY)
+    reg = train.train_glyph_net(StandInConfig(), cos_reg=5.0, **TINY)
+    assert not np.allclose(base.history["loss"], hot.history["loss"])
+    assert not np.allclose(base.history["loss"], reg.history["loss"])
+    assert np.all(reg.history["loss"] > reg.history["ce"])   # the regulariser is in the loss
+    assert np.array_equal(base.history["loss"], base.history["ce"])
+
+
+def test_epoch_order_is_a_grouped_permutation():
+    y = torch.tensor(np.repeat(np.arange(7), [9, 4, 1, 8, 8, 5, 3]))
+    g = torch.Generator().manual_seed(0)
+    o = train.epoch_order(y, g)
+    assert sorted(o.tolist()) == list(range(len(y)))
+    ys = y[o].tolist()
+    runs = [len(list(grp)) for _, grp in itertools.groupby(ys)]
+    assert max(runs) <= 2 * train.GROUP and np.mean(runs) >= 2.5  # same-class groups, not one block per class
+    assert not torch.equal(o, train.epoch_order(y, g))             # a new order each epoch
+    assert torch.equal(train.epoch_order(y, torch.Generator().manual_seed(0)), o)
+
+
+@pytest.mark.parametrize("arch", nets.ARCHS)
+def test_features_shapes_and_logits_equal_w_f_plus_b(arch):
+    net = nets.build_net(arch, 10, 32, seed=1)
+    net.train()
+    X = torch.rand(37, 1, 32, 32, generator=torch.Generator().manual_seed(2))
+    out = gf.features(net, X, layers="all", batch_size=16)
+    assert net.training  # mode restored
+    assert out["features"].shape == (37, 128) and out["W"].shape == (10, 128) and out["b"].shape == (10,)
+    assert out["logits"].dtype == np.float64 and out["logits"].shape == (37, 10)
+    assert np.max(np.abs(out["logits"] - (out["features"] @ out["W"].T + out["b"]))) < 1e-10
+    assert np.all(out["features"] >= 0)  # after a ReLU / pool of a ReLU
+    net.eval()
+    with torch.no_grad():
+        direct = net(X).double().numpy()
+    assert np.allclose(out["logits"], direct, atol=1e-5)
+    assert list(out["layers"]) == list(nets.LAYERS[arch])
+    assert all(v.shape[0] == 37 and v.dtype == np.float64 for v in out["layers"].values())
+    avg = gf.features(net, X, layers=nets.LAYERS[arch][:1], reduce="avg")["layers"]
+    first = nets.LAYERS[arch][0]
+    assert avg[first].shape[1] * (out["layers"][first].shape[1] // avg[first].shape[1]) == out["layers"][first].shape[1]
+    last = out["layers"][nets.LAYERS[arch][-1]]
+    if arch == "lenet":
+        assert np.array_equal(last, out["features"])
+    with pytest.raises(ValueError, match="not stages"):
+        gf.features(net, X, layers=["nope"])
+    with pytest.raises(ValueError, match=r"\[N, 1, S, S\]"):
+        gf.features(net, X[:, 0])
+
+
+def test_heldout_accuracy_by_face_and_on_the_augmentation_split(stand_in):
+    r = train.train_glyph_net(StandInConfig(), epochs=6, per_class=8, batch_size=16, progress=False, device="cpu")
+    acc = gf.heldout_accuracy(r, StandInTask(StandInConfig()), per_class=5)
+    assert set(acc["face_test"]) == {"D", "E"} and 0 <= acc["aug_test"] <= 1
+    assert acc["n"] == {"face_test": 60, "aug_test": 60}
+    assert acc["aug_test"] > 0.5  # well above chance (1/12) on this easy stand-in
+    # a coarse-level net on a subset of classes: its outputs are the subset's base labels
+    sub = train.train_glyph_net(StandInConfig(), level="base", classes=[0, 1, 2, 3, 8, 9], **TINY)
+    assert list(sub.label_values) == [0, 1, 4] and sub.model.classifier.out_features == 3
+    assert gf.heldout_accuracy(sub, StandInTask(StandInConfig()), per_class=5)["n"]["aug_test"] == 30
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(arch="vgg"), "arch"), (dict(level="genus"), "level"), (dict(tau=0.0), "tau"), (dict(tau=-1.0), "tau"),
+    (dict(tau=float("nan")), "tau"), (dict(cos_reg=-0.1), "cos_reg"), (dict(epochs=0), "epochs"),
+    (dict(checkpoints=(5,)), "checkpoints"), (dict(classes=[1, 1]), "classes"), (dict(classes=[0, 99]), "classes"),
+    (dict(level="script", classes=[0, 1]), "level='script'"), (dict(device="gpu0"), "device"),
+])
+def test_bad_input_is_a_clear_value_error(stand_in, kwargs, match):
+    args = dict(TINY, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        train.train_glyph_net(StandInConfig(), **args)
+
+
+def test_real_glyph_task_trains_when_installed(tmp_path, monkeypatch):
+    glyphs = pytest.importorskip("sims.glyphs")
+    if not hasattr(glyphs, "glyph_task"):
+        pytest.skip("sims.glyphs.glyph_task is not there yet")
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    cfg = glyphs.GlyphTaskConfig(n_classes=20, size=32, seed=0)
+    r = train.train_glyph_net(cfg, arch="resnet", epochs=2, per_class=4, batch_size=32, progress=False, device="cpu")
+    assert r.model.classifier.out_features == 20 and len(r.history["loss"]) == 2
+    acc = gf.heldout_accuracy(r, per_class=2)
+    assert set(acc["face_test"]) and 0 <= acc["aug_test"] <= 1
