@@ -49,7 +49,7 @@ def test_merge_and_large_offset():
     b = vc.ClassStats(6, 4).update(H[1::2], y[1::2])
     m = a.merge(b)
     ref = vc.ClassStats.from_features(H - 1e8, y)
-    # the accumulator works relative to an origin inside the data (issue 25): the 1e8 offset costs nothing (it
+    # the accumulator works relative to an origin inside the data: the 1e8 offset costs nothing (it
     # cost ~1e8·ε = 1e-8 before, (1e8)²·ε with raw moments); H − 1e8 is exact, so ref holds the same data
     np.testing.assert_allclose(m.sigma_w(), ref.sigma_w(), atol=1e-13)
     np.testing.assert_allclose(m.sigma_b(), ref.sigma_b(), atol=1e-13)

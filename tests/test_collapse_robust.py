@@ -24,7 +24,7 @@ def _data(seed=0, K=5, N=20, p=8, counts=None):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# scale: issue 16 §1 (H·1e150 → fuzziness NaN; 1e200 → LinAlgError; 1e−150 → fuzziness 0; 1e−200 → VCI 1.0)
+# scale (the bugs caught: H·1e150 gave fuzziness NaN; 1e200 a LinAlgError; 1e−150 fuzziness 0; 1e−200 VCI 1.0)
 # ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("s", [1e150, 1e200, 1e300, 1e-150, 1e-200, 1e-300])
 def test_dimensionless_metrics_right_at_extreme_scales(s):
@@ -272,7 +272,7 @@ def test_every_metric_answers_or_raises_clearly(K, n, p, scale, special, seed):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# imbalanced classes (issue 13 §7)
+# imbalanced classes: VCI's n_k/N weights, the probe loss's π_k² weights
 # ----------------------------------------------------------------------------------------------------------
 def _two_pass(H, y, K):
     n = len(y)
@@ -354,7 +354,8 @@ def test_imbalanced_probe_loss_pi_squared_weights(counts):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# offsets: issue 25 §B (the streaming Σ_T error grew as offset·ε: 1.7e-13 at 1e3, 1.9e-12 at 1e4, 3e-10 at 1e6)
+# offsets far from zero (the bug caught: the streaming Σ_T error grew as offset·ε: 1.7e-13 at 1e3, 1.9e-12 at
+# 1e4, 3e-10 at 1e6)
 # ----------------------------------------------------------------------------------------------------------
 def _translated_two_pass(H, y, K):
     """Σ_W, Σ_B, Σ_T of H by two passes after the translation H − h_0 (exact for entries within a factor 2 of

@@ -1,4 +1,4 @@
-"""ND closed forms and CovLasso at every scale, on exactly singular covariances, and on bad input (issues 13, 16).
+"""ND closed forms and CovLasso at every scale, on exactly singular covariances, and on bad input.
 
 * Singular covariances with logit scales spread over 6 orders of magnitude: the floor is 0 exactly for the
   categories whose logit is a linear combination of the others, equals the planted private variance for the
@@ -21,7 +21,10 @@ from theory import neural_dependency as nd
 EPS = np.finfo(float).eps
 
 
-def test_issue13_reproducer():
+def test_every_floor_of_a_rank_deficient_cov_with_a_tiny_category_is_zero():
+    """Cov = WWᵀ with W 21×20 (rank 20), one category at 3e-4 of the others' scale: each category is an exact
+    combination of the others, so every floor is exactly 0 (the bug caught: a null-space weight judged against a
+    fixed √ε, and a Cholesky route taken on squared pivots above n·ε, gave one category R = 0.18)."""
     rng = np.random.default_rng(1)
     W = rng.normal(size=(21, 20))
     W[0] *= 3e-4
@@ -102,7 +105,7 @@ def test_relative_floor_invariant_under_diagonal_scaling(seed):
         np.testing.assert_allclose(dep.theta_floor(Cd, 3), th * D[3] / D, rtol=1e-7, atol=1e-12)
 
 
-def test_issue16_diagonal_scaling_example():
+def test_relative_floor_survives_a_diagonal_scaling_over_8_decades():
     """D = logspace(−4, 4): R must stay [.08, .56, .54, …], not [0, 0, .54, …] (false exact dependencies)."""
     rng = np.random.default_rng(0)
     C = spd_with_condition(9, 1e3, rng)
@@ -358,7 +361,7 @@ def test_dependencies_from_logits_bad_input_and_scales():
 
 
 def _hetero_draw(rng, k: int, kind: str):
-    """(C, root): issue 25 §1's families. Categories' noise (signal) scales a_j and offsets b_j drawn independently
+    """(C, root): covariances with heterogeneous scales, in three families. Categories' noise (signal) scales a_j and offsets b_j drawn independently
     from 10^U(−3, 3) (6 decades each). "offsets": N = n − k samples of f_j = a_j ξ_j + b_j (k = 0: N = 5n), null
     space of dimension k; "sampled": N = 5n samples of f = W h + b, p = n − 1 − k latents; "population":
     Cov = W Wᵀ + b bᵀ (rank n − k exactly). root: a factor with Cov = rootᵀroot (the logits / √N, or [W b]ᵀ)."""
@@ -433,7 +436,7 @@ def hetero_floor_violations(draws: int = 550, seed: int = 25):
 
 
 def test_issue25_floor_never_above_what_a_theta_achieves():
-    """Issue 25 §1: ≥ 500 covariances, null space of dimension 0–3, signal and offset scales over 6 decades, N < n
+    """≥ 500 covariances, null space of dimension 0–3, signal and offset scales over 6 decades, N < n
     and N = 5n samples and population moments: the floor is a minimum over θ (ND A28–A30) and never exceeds the
     error of a θ the package itself produces (before the per-category rounding level: 60–70 of 150 draws with a
     null space of dimension 1 had R up to 0.45 where least squares reached rounding level); the nonzero floors of

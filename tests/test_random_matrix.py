@@ -128,7 +128,7 @@ def test_mc_numerical_rank_vs_mp():
     assert sig["ranks"].mean() == pytest.approx(R.mp_numerical_rank(200, 100, 0.3, 3, 3.0), rel=0.1)
 
 
-# ----------------------------------------------------------------------------- silent garbage (issue 16 §1)
+# ----------------------------------------------------------------------------- sizes and input that used to give silent garbage
 
 @pytest.mark.parametrize("call", [
     lambda: rm.lyapunov_spectrum(n=10**6, L=5),

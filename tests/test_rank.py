@@ -130,7 +130,7 @@ def test_pca_dim_methods_agree():
         R.pca_dim(x, method="qr")
 
 
-# ----------------------------------------------------------------------------- scales and bad input (issue 16 §1)
+# ----------------------------------------------------------------------------- scales and bad input: a right answer or a clear error
 
 @pytest.mark.parametrize("scale", [1e-300, 1e-150, 1e-20, 1.0, 1e20, 1e150, 1e300])
 def test_scale_invariance(scale):
