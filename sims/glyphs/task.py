@@ -1,0 +1,204 @@
+"""The glyph task: classes, faces, splits by face and by augmentation, label hierarchies, images.
+
+``glyph_task(GlyphTaskConfig(n_classes=1000, size=32, seed=0))`` gives a :class:`GlyphTask`. Its faces
+are the usable faces (:mod:`sims.glyphs.fonts`) that draw at least one class; the **test faces** are
+:data:`TEST_FACES` (the whole DejaVu Serif family, five files, by default), never used by the training
+splits. ``images(split, per_class, seed)`` draws ``per_class`` augmented images of every class:
+
+* ``'train'`` and ``'aug_test'``: from the class's training faces, with independent augmentation streams;
+* ``'face_test'``: from the class's test faces only.
+
+Sample ``j`` of class ``k`` uses face ``F[(o + j) mod |F|]`` of the class's faces ``F`` in that split
+(sorted, ``o`` a random offset per class), so the samples spread evenly over the faces. All randomness of
+class ``k`` comes from ``numpy`` PCG64 streams seeded by ``SeedSequence([cfg.seed, split, seed, k, stream])``,
+so the images do not depend on batch order, thread count or machine, and the first ``m`` samples of a
+class are the same for every ``per_class ≥ m``. Output is class-major: class 0's samples, then class 1's.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from sims import cache
+from sims.glyphs import augment as aug
+from sims.glyphs import classes, fonts, render, survey
+
+TEST_FACES = ("DejaVuSerif", "DejaVuSerif-Bold", "DejaVuSerif-BoldItalic", "DejaVuSerif-Italic",
+              "DejaVuSerifDisplay")
+SPLITS = {"train": 1, "aug_test": 2, "face_test": 3}
+HOMOGLYPH_TOL = 24       # grey levels of 255, at every pixel of the canonical renders, in every shared face
+_CHUNK = 4096            # images augmented per numpy batch (any size gives the same bytes)
+_MAX_PER_CLASS = 100_000
+
+
+@dataclass(frozen=True)
+class GlyphTaskConfig:
+    """n_classes code points (≥ 2), images ``size × size`` (8 ≤ size ≤ 128), ``seed`` for augmentation
+    streams, ``test_faces`` the held-out face names."""
+    n_classes: int = 1000
+    size: int = 32
+    seed: int = 0
+    test_faces: tuple = TEST_FACES
+
+    def __post_init__(self):
+        for name in ("n_classes", "size", "seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"{name} must be an int, got {v!r}")
+        if self.n_classes < 2:
+            raise ValueError(f"n_classes must be at least 2, got {self.n_classes}")
+        if not 8 <= self.size <= 128:
+            raise ValueError(f"size must be in [8, 128], got {self.size}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be non-negative, got {self.seed}")
+        tf = self.test_faces
+        if isinstance(tf, str) or not tf or len(set(tf)) != len(tf):
+            raise ValueError(f"test_faces must be a non-empty tuple of distinct face names, got {tf!r}")
+        known = {f.name for f in fonts.faces()}
+        unknown = sorted(set(tf) - known)
+        if unknown:
+            raise ValueError(f"test_faces names unknown faces {unknown}; known: {sorted(known)}")
+        object.__setattr__(self, "test_faces", tuple(sorted(tf)))
+
+
+def _build(n_classes: int, size: int, test_faces: tuple) -> dict:
+    s = survey.survey()
+    names = list(s["faces"])
+    test = np.array([n in test_faces for n in names])
+    rows = classes.choose(s["codepoints"], s["valid"], test, n_classes)
+    valid = s["valid"][rows]
+    used = np.flatnonzero(valid.any(axis=0))  # faces drawing at least one class
+    valid = valid[:, used]
+    pair_class, pair_face = np.nonzero(valid)
+    all_faces = fonts.faces()
+    canon = np.zeros((len(pair_class), 2 * size, 2 * size), np.uint8)
+    cps = s["codepoints"][rows]
+    for i in tqdm(range(len(pair_class)), desc="glyphs: canonical renders", unit="glyph", leave=False):
+        font = fonts.load_font(all_faces[used[pair_face[i]]].path)
+        canon[i] = render.render_canonical(font, int(cps[pair_class[i]]), 2 * size)
+    pairs = classes.homoglyph_pairs(canon, pair_class, pair_face, n_classes, HOMOGLYPH_TOL)
+    return {"codepoints": cps, "faces": np.array([names[u] for u in used]), "coverage": valid,
+            "test": test[used], "pair_class": pair_class.astype(np.int64), "pair_face": pair_face.astype(np.int64),
+            "canon": canon, "homoglyph_pairs": np.array(pairs, np.int64).reshape(-1, 3)}
+
+
+class GlyphTask:
+    """The glyph task of one :class:`GlyphTaskConfig` (module doc); build it with :func:`glyph_task`."""
+
+    def __init__(self, cfg: GlyphTaskConfig, data: dict):
+        self.config = cfg
+        self.codepoints = np.asarray(data["codepoints"], np.int64)
+        self.faces = [str(f) for f in data["faces"]]
+        test = np.asarray(data["test"], bool)
+        self.train_faces = [int(i) for i in np.flatnonzero(~test)]
+        self.test_faces = [int(i) for i in np.flatnonzero(test)]
+        self.coverage = np.asarray(data["coverage"], bool)
+        self._pair_index = -np.ones(self.coverage.shape, np.int64)
+        self._pair_index[data["pair_class"], data["pair_face"]] = np.arange(len(data["pair_class"]))
+        self._padded = render.prefilter(data["canon"])
+        self._canon = data["canon"]
+        self._homoglyph_pairs = [tuple(int(v) for v in r) for r in data["homoglyph_pairs"]]
+        self._is_test = test
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.codepoints)
+
+    def canonical(self, k: int, face: int) -> np.ndarray:
+        """uint8 [2S, 2S]: the canonical render of class ``k`` in face ``face`` (ValueError if not drawn)."""
+        if not (0 <= k < self.n_classes and 0 <= face < len(self.faces)) or self._pair_index[k, face] < 0:
+            raise ValueError(f"face {face} does not draw class {k} (or either is out of range)")
+        return self._canon[self._pair_index[k, face]]
+
+    def labels(self, level: str) -> np.ndarray:
+        """int64 [K]: the label of each fine class at ``level`` ('fine', 'base', 'script'; see classes)."""
+        return classes.hierarchy(self.codepoints, level)[0]
+
+    def label_names(self, level: str) -> list[str]:
+        return classes.hierarchy(self.codepoints, level)[1]
+
+    def homoglyph_groups(self) -> list[list[int]]:
+        """Groups of classes whose canonical renders differ by ≤ HOMOGLYPH_TOL grey levels at every pixel
+        in every face that draws both (Latin A, Greek Α, Cyrillic А ...), each sorted."""
+        return classes.groups_from_pairs(self._homoglyph_pairs, self.n_classes)
+
+    def homoglyph_pairs(self) -> list[tuple[int, int, int]]:
+        """(k1, k2, worst max-pixel difference in grey levels) of every homoglyph pair."""
+        return list(self._homoglyph_pairs)
+
+    def split_faces(self, split: str) -> list[int]:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
+        return self.test_faces if split == "face_test" else self.train_faces
+
+    def _class_draws(self, split: str, per_class: int, seed: int, k: int, augment: bool):
+        faces = np.flatnonzero(self.coverage[k] & (self._is_test if split == "face_test" else ~self._is_test))
+        root = [self.config.seed, SPLITS[split], seed, k]
+        offset = int(np.random.Generator(np.random.PCG64(np.random.SeedSequence(root + [0]))).integers(len(faces)))
+        face = faces[(offset + np.arange(per_class)) % len(faces)]
+        if not augment:
+            return face, None, None
+        u = np.random.Generator(np.random.PCG64(np.random.SeedSequence(root + [1]))).random((per_class, aug.N_PARAMS))
+        s = self.config.size
+        noise = np.random.Generator(np.random.PCG64(np.random.SeedSequence(root + [2]))).random(
+            (per_class, s, s), dtype=np.float32)
+        return face, u, noise
+
+    def images(self, split: str, per_class: int, seed: int, augment: bool = True):
+        """(X float32 [N, 1, S, S] in [0, 1], y int64 [N] fine labels, face int64 [N] indices into faces),
+        ``N = n_classes × per_class``, class-major; same arguments → bit-identical tensors (module doc).
+        ``augment=False`` gives the canonical renders resampled to S × S (no jitter, stroke, blur, noise)."""
+        self.split_faces(split)
+        if isinstance(per_class, bool) or not isinstance(per_class, (int, np.integer)) or not 1 <= per_class <= _MAX_PER_CLASS:
+            raise ValueError(f"per_class must be an int in [1, {_MAX_PER_CLASS}], got {per_class!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        K, S = self.n_classes, self.config.size
+        N = K * per_class
+        X = np.empty((N, S, S), np.float32)
+        face = np.empty(N, np.int64)
+        y = np.repeat(np.arange(K, dtype=np.int64), per_class)
+        per_chunk = max(1, _CHUNK // per_class)
+        with tqdm(total=N, desc=f"glyphs: {split} images", unit="img", leave=False,
+                  disable=N < 20_000) as bar:
+            for k0 in range(0, K, per_chunk):
+                ks = range(k0, min(K, k0 + per_chunk))
+                draws = [self._class_draws(split, per_class, seed, k, augment) for k in ks]
+                f = np.concatenate([d[0] for d in draws])
+                which = self._pair_index[np.repeat(np.asarray(ks), per_class), f]
+                if augment:
+                    params = aug.params_from_uniform(np.concatenate([d[1] for d in draws]))
+                    noise = np.concatenate([d[2] for d in draws])
+                else:
+                    params, noise = aug.identity_params(len(f)), None
+                sl = slice(k0 * per_class, (k0 + len(ks)) * per_class)
+                X[sl] = aug.augment(self._padded, which, params, S, noise)
+                face[sl] = f
+                bar.update(len(f))
+        return torch.from_numpy(X).unsqueeze(1), torch.from_numpy(y), torch.from_numpy(face)
+
+
+_TASKS: dict = {}
+_LOCK = threading.Lock()
+
+
+def glyph_task(cfg: GlyphTaskConfig | None = None) -> GlyphTask:
+    """The task of ``cfg`` (default config if None): from memory, else the disk cache, else built."""
+    cfg = GlyphTaskConfig() if cfg is None else cfg
+    if not isinstance(cfg, GlyphTaskConfig):
+        raise ValueError(f"cfg must be a GlyphTaskConfig, got {type(cfg).__name__}")
+    with _LOCK:
+        if cfg not in _TASKS:
+            params = {"n_classes": cfg.n_classes, "size": cfg.size, "test_faces": list(cfg.test_faces),
+                      "fonts": fonts.fonts_fingerprint(), "tol": HOMOGLYPH_TOL}
+            data = cache.cached("glyph_task", params,
+                                lambda: _build(cfg.n_classes, cfg.size, cfg.test_faces), depends=(_build,))
+            _TASKS[cfg] = GlyphTask(cfg, data)
+        return _TASKS[cfg]
+
+
+__all__ = ["GlyphTaskConfig", "GlyphTask", "glyph_task", "TEST_FACES", "SPLITS"]
