@@ -1,0 +1,152 @@
+"""Linear CKA and HSIC, biased and debiased, from data or from streamed moments — never an n×n Gram for the moments.
+
+Definitions (K = XXᵀ, L = YYᵀ the linear-kernel Gram matrices of n samples, H = I − 11ᵀ/n):
+
+* biased HSIC (Gretton et al. 2005; Kornblith et al. 2019, Eq 3): HSIC₀ = tr(KHLH)/(n − 1)²
+  = ‖X_cᵀY_c‖_F²/(n − 1)², X_c, Y_c the column-centred data;
+* unbiased HSIC (Song et al. 2012, Thm 2; used for "debiased CKA" by Nguyen et al. 2021, Eq 4), with
+  K̃, L̃ the Gram matrices with zeroed diagonals:
+      HSIC₁ = [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n − 1)(n − 2)) − 2/(n − 2)·1ᵀK̃L̃1] / (n(n − 3)),   n ≥ 4;
+* CKA = HSIC(X, Y)/√(HSIC(X, X)·HSIC(Y, Y)) (Kornblith et al. 2019, Eq 2), biased with HSIC₀ and debiased
+  with HSIC₁. Biased linear CKA = ‖X_cᵀY_c‖_F²/(‖X_cᵀX_c‖_F‖Y_cᵀY_c‖_F).
+
+How HSIC₁ is computed from sums (derivation). HSIC₁ is the U-statistic of the kernel
+h(1,2,3,4) = ¼ (k₁₂ + k₃₄ − k₁₃ − k₂₄)(l₁₂ + l₃₄ − l₁₃ − l₂₄), symmetrised over the 4! orders (expanding the
+product gives Song et al.'s k_tu l_tu + k_tu l_vw − 2 k_tu l_tv). For linear kernels
+k₁₂ + k₃₄ − k₁₃ − k₂₄ = (x₁ − x₄)ᵀ(x₂ − x₃), which does not change when every x moves by the same vector:
+HSIC₁ is exactly invariant to translating X or Y. So it may be evaluated on the centred data x_c, y_c.
+There, with k_i = ‖x_{c,i}‖², l_i = ‖y_{c,i}‖² and Σx_c = 0:
+  tr(K̃L̃) = Σ_{i≠j} K_ij L_ij = ‖X_cᵀY_c‖_F² − Σ k_i l_i;    1ᵀK̃1 = ‖Σx_c‖² − Σk_i = −tr(X_cᵀX_c);
+  (K̃1)_i = x_{c,i}ᵀΣx_c − k_i = −k_i, so 1ᵀK̃L̃1 = Σ k_i l_i;  hence
+      n(n − 3)·HSIC₁ = ‖X_cᵀY_c‖_F² + tr(X_cᵀX_c)·tr(Y_cᵀY_c)/((n − 1)(n − 2)) − n/(n − 2)·Σ_i ‖x_{c,i}‖²‖y_{c,i}‖².
+Every term is a centred cross-moment: X_cᵀY_c, X_cᵀX_c, Y_cᵀY_c and Σ‖x_c‖²‖y_c‖². From streamed sums about an
+origin o (:class:`~theory.geometry.moments.CrossMoments`), the centred ones follow by the exact shift
+identities of :func:`theory.geometry.moments.shift` with c = mean − o, which need Σx, Σy, XᵀX, YᵀY, XᵀY,
+Σ‖x‖²y, Σ‖y‖²x (and Σ‖x‖²x, Σ‖y‖²y, Σ‖x‖⁴, Σ‖y‖⁴ for the normalisers) and Σ‖x‖²‖y‖². Since o is inside the data,
+c is of the order of the spread and nothing cancels catastrophically however far the features sit from zero.
+
+Each representation is used as (X − mean)·2^−e (:func:`~theory.geometry._inputs.centre_scale`): CKA is
+invariant to a translation and to a positive scale of either side, so this is exact, and features of size
+1e±150 (squares and fourth powers outside float64) are handled. ``hsic`` returns values in the features'
+units (a ValueError if those leave float64).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from theory.collapse.stats import unscale
+from theory.geometry._inputs import centre_scale, features, same_rows
+
+
+def _check_debiased(debiased) -> bool:
+    if not isinstance(debiased, (bool, np.bool_)):
+        raise ValueError(f"debiased: must be True or False, got {debiased!r}")
+    return bool(debiased)
+
+
+def _min_rows(debiased: bool) -> tuple[int, str]:
+    if debiased:
+        return 4, " for the unbiased HSIC estimator (its normaliser n(n − 3)(n − 1)(n − 2) vanishes below 4)"
+    return 2, " for a centred HSIC"
+
+
+def _terms_from_data(Xs: np.ndarray, Ys: np.ndarray, gram: bool | None = None) -> dict:
+    """‖X_cᵀY_c‖², ‖X_cᵀX_c‖², ‖Y_cᵀY_c‖², traces and Σ‖x_c‖^a‖y_c‖^b of centred, scaled data: through the
+    (p, q) feature-space products, or through the n×n Gram matrices when n is the smaller dimension."""
+    n, p = Xs.shape
+    q = Ys.shape[1]
+    if gram is None:
+        gram = n < max(p, q)
+    if gram:
+        K, L = Xs @ Xs.T, Ys @ Ys.T
+        fxy, fxx, fyy = float(np.sum(K * L)), float(np.sum(K * K)), float(np.sum(L * L))
+        kd, ld = np.diag(K).copy(), np.diag(L).copy()
+    else:
+        Cxy, Cxx, Cyy = Xs.T @ Ys, Xs.T @ Xs, Ys.T @ Ys
+        fxy, fxx, fyy = float(np.sum(Cxy * Cxy)), float(np.sum(Cxx * Cxx)), float(np.sum(Cyy * Cyy))
+        kd, ld = np.einsum("ij,ij->i", Xs, Xs), np.einsum("ij,ij->i", Ys, Ys)
+    return {"n": n, "fxy": fxy, "fxx": fxx, "fyy": fyy, "tx": float(kd.sum()), "ty": float(ld.sum()),
+            "wxy": float(kd @ ld), "wxx": float(kd @ kd), "wyy": float(ld @ ld)}
+
+
+def _terms_from_moments(c: dict) -> dict:
+    return {"n": c["n"], "fxy": float(np.sum(c["cxy"] ** 2)), "fxx": float(np.sum(c["cxx"] ** 2)),
+            "fyy": float(np.sum(c["cyy"] ** 2)), "tx": float(np.trace(c["cxx"])), "ty": float(np.trace(c["cyy"])),
+            "wxy": c["wxy"], "wxx": c["wxx"], "wyy": c["wyy"]}
+
+
+def _hsic_parts(t: dict, debiased: bool) -> tuple[float, float, float]:
+    """(HSIC(X, Y), HSIC(X, X), HSIC(Y, Y)) in the scaled units (module doc)."""
+    n = t["n"]
+    if not debiased:
+        d = float(n - 1) ** 2
+        return t["fxy"] / d, t["fxx"] / d, t["fyy"] / d
+    a, b, d = 1.0 / ((n - 1.0) * (n - 2.0)), n / (n - 2.0), n * (n - 3.0)
+
+    def h(f, ta, tb, w):
+        return (f + ta * tb * a - b * w) / d
+    return h(t["fxy"], t["tx"], t["ty"], t["wxy"]), h(t["fxx"], t["tx"], t["tx"], t["wxx"]), \
+        h(t["fyy"], t["ty"], t["ty"], t["wyy"])
+
+
+def _cka(t: dict, debiased: bool) -> float:
+    hxy, hxx, hyy = _hsic_parts(t, debiased)
+    for h, name in ((hxx, "X"), (hyy, "Y")):
+        if not h > 0:
+            if not debiased or (t["fxx"] if name == "X" else t["fyy"]) == 0:
+                raise ValueError(f"{name}: every feature is constant over the samples (HSIC({name}, {name}) = 0); "
+                                 "CKA is undefined")
+            raise ValueError(f"{name}: the unbiased HSIC({name}, {name}) is {h:.3g} <= 0 with n = {t['n']} samples "
+                             "(too few samples, or one sample dominates); debiased CKA is undefined here: use more "
+                             "samples or debiased=False")
+    return float(hxy / np.sqrt(hxx) / np.sqrt(hyy))
+
+
+def _prepare(X, Y, debiased):
+    debiased = _check_debiased(debiased)
+    k, why = _min_rows(debiased)
+    X, Y = features(X, "X", k, why), features(Y, "Y", 1)
+    same_rows(X, Y)
+    (Xs, ex), (Ys, ey) = centre_scale(X), centre_scale(Y)
+    return debiased, Xs, ex, Ys, ey
+
+
+def linear_cka(X, Y, debiased: bool = False) -> float:
+    """Linear CKA of two representations X (n, p) and Y (n, q) of the same n samples (module doc).
+
+    ``debiased=False``: Kornblith et al. 2019's CKA with the biased HSIC₀ (n ≥ 2). ``debiased=True``: with
+    Song et al. 2012's unbiased HSIC₁ (Nguyen et al. 2021), n ≥ 4; a ValueError where HSIC₁(X, X) ≤ 0 (few
+    samples) makes it undefined. Invariant to translations, orthogonal maps and positive scalings of X or Y.
+    """
+    debiased, Xs, _, Ys, _ = _prepare(X, Y, debiased)
+    return _cka(_terms_from_data(Xs, Ys), debiased)
+
+
+def linear_hsic(X, Y, debiased: bool = False) -> float:
+    """HSIC₀ (biased) or HSIC₁ (unbiased, n ≥ 4) of X and Y with linear kernels, in the features' units."""
+    debiased, Xs, ex, Ys, ey = _prepare(X, Y, debiased)
+    return unscale(_hsic_parts(_terms_from_data(Xs, Ys), debiased)[0], 2 * (ex + ey), "hsic")
+
+
+def _moment_terms(m, debiased: bool) -> tuple[dict, dict]:
+    from theory.geometry.moments import CrossMoments
+    if not isinstance(m, CrossMoments):
+        raise ValueError(f"moments: expected a CrossMoments, got {type(m).__name__}")
+    k, why = _min_rows(debiased)
+    if m.n < k:
+        raise ValueError(f"moments: needs at least {k} samples{why}, got n = {m.n}")
+    c = m.centred()
+    return _terms_from_moments(c), c
+
+
+def cka_from_moments(m, debiased: bool = False) -> float:
+    """Linear CKA (biased or debiased, as :func:`linear_cka`) from a :class:`CrossMoments`: exact, O(pq + p² + q²)."""
+    debiased = _check_debiased(debiased)
+    return _cka(_moment_terms(m, debiased)[0], debiased)
+
+
+def hsic_from_moments(m, debiased: bool = False) -> float:
+    """HSIC₀ or HSIC₁ of X and Y from a :class:`CrossMoments`, in the features' units."""
+    debiased = _check_debiased(debiased)
+    t, c = _moment_terms(m, debiased)
+    return unscale(_hsic_parts(t, debiased)[0], 2 * (c["ex"] + c["ey"]), "hsic")
