@@ -111,3 +111,31 @@ def test_a_step_size_that_kills_every_neuron_warns():
     with pytest.warns(RuntimeWarning, match="neurons are dead"):
         r = run_experiment(cfg)
     assert r["coarse"]["final"]["easy_err"] >= 0.0
+
+
+def test_progress_callback_counts_every_sgd_step():
+    from sims.multiview import run_experiment
+
+    cfg = {"d": 20, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20, "lucky": 4.0, "steps": 7, "batch": 8,
+           "n_test": 16, "eval_every": 7}
+    ticks = []
+    run_experiment(cfg, progress=ticks.append)
+    assert ticks == [1] * 14                                # 7 steps of coarse and 7 of fine training
+    ticks.clear()
+    run_experiment({**cfg, "trainings": ["fine"]}, progress=ticks.append)
+    assert len(ticks) == 7
+
+
+def test_coefficients_hook_sets_the_feature_strengths():
+    from sims.multiview import HierarchicalMultiView
+    from sims.multiview.data import FEATURE_NOISE, NOISE
+
+    dm = HierarchicalMultiView(30, 8, 3.0, 2, iota=0.1, iota_lower=0.25, iota_upper=0.5)
+    g = torch.Generator().manual_seed(0)
+    easy = dm._feature_layout(64, torch.arange(4).repeat_interleave(16), False, g, "cpu")[0]
+    hard = dm._feature_layout(64, torch.arange(4).repeat_interleave(16), True, g, "cpu")[0]
+    ce, ch = dm._coefficients(easy, g, "cpu", torch.float64), dm._coefficients(hard, g, "cpu", torch.float64)
+    feat = (easy == COMMON) | (easy == 2)
+    assert ((ce[feat] >= 0.9) & (ce[feat] <= 1.1)).all() and (ce[easy == NOISE] == 0).all()
+    fn = hard == FEATURE_NOISE
+    assert fn.any() and ((ch[fn] >= 0.25) & (ch[fn] <= 0.5)).all()

@@ -624,3 +624,30 @@ def test_sweep_runner_returns_results_in_order_and_raises_on_failure(tmp_path):
     assert got == ref.results() and got[0] != got[1]
     with pytest.raises(RuntimeError, match=r"1 of 2 sweep point\(s\) did not finish.*planted failure.*traceback in"):
         runner([{"x": 1.0}, {"x": 3.0, "fail": True}])
+
+
+def test_sweep_json_summary_on_stdout_or_to_a_file(tmp_path, capsys):
+    """``--json -``: stdout holds one JSON object and nothing else (the summary lines go to stderr);
+    ``--json PATH`` writes the same object and keeps the lines on stdout."""
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('experiment = "toy"\n[grid]\nx = [1.0, 2.0]\nfail = [false, true]\n')
+    assert cli_main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--scheduler", "serial", "--no-progress",
+                     "--json", "-"]) == 1
+    io = capsys.readouterr()
+    out = json.loads(io.out)
+    assert out["experiment"] == "toy" and out["ok"] is False and "toy: 2/4 done" in io.err
+    assert out["counts"] == {"points": 4, "done": 2, "failed": 2, "crashed": 0, "lost": 0, "ran": 4, "skipped": 0}
+    done = [p for p in out["points"] if p["status"] == "done"]
+    failed = [p for p in out["points"] if p["status"] == "failed"]
+    assert all(set(p["result"]) >= {"y", "z0", "v_norm"} for p in done)
+    assert all("planted failure" in p["error"] and p["result"] is None for p in failed)
+    assert set(out["files"]) >= {"summary_csv", "summary_md", "index"}
+    path = tmp_path / "s.json"
+    assert cli_main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--scheduler", "serial", "--no-progress",
+                     "--json", str(path)]) == 1
+    io = capsys.readouterr()
+    again = json.loads(path.read_text())
+    assert again["counts"]["skipped"] == 4 and "toy: 2/4 done" in io.out and str(path) in io.out
+    assert [p["key"] for p in again["points"]] == [p["key"] for p in out["points"]]
+    assert cli_main(["sweep", str(cfg), "--json", str(tmp_path)]) == 2            # a folder: refused
+    assert "--json" in capsys.readouterr().err

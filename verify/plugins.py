@@ -30,8 +30,8 @@ The same module (or another one loaded the same way) may also bring
 * sweep experiments: ``verify.sweep.register_experiment(Experiment(...))`` (docs/sweep.md).
 
 ``theorylab sim`` and ``theorylab sweep`` take ``--plugins MODULE`` as ``verify`` does; a sweep's worker
-processes import the same modules before their first point (:func:`import_in_worker`), and a Dask sweep
-uploads the plugin files that are not installed packages to the workers. Neither may replace a built-in name:
+processes import the plugin modules that registered its experiment or data models before running a point
+(:func:`import_in_worker`), and a Dask sweep uploads those that are single files of project code. Neither may replace a built-in name:
 that is refused with an error naming the plugin.
 """
 from __future__ import annotations
@@ -104,11 +104,6 @@ def load(modules=(), entry_points: bool = True) -> list[str]:
     """Load the entry-point plugins (unless ``entry_points=False``), then the named modules."""
     done = load_entry_points() if entry_points else []
     return done + load_modules(list(modules or ()))
-
-
-def worker_imports() -> list[str]:
-    """The plugin modules loaded in this process (``--plugins`` and entry points), for a sweep's workers."""
-    return sorted({name.partition(":")[0] for name in LOADED if name.partition(":")[0] != "__main__"})
 
 
 def import_in_worker(modules) -> None:

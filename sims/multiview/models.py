@@ -30,6 +30,7 @@ import dataclasses
 import importlib
 import inspect
 import numbers
+import sys
 
 from sims.multiview import data as _data
 
@@ -52,6 +53,7 @@ class ModelEntry:
     factory: object
     params: dict
     source: str
+    module: str = ""  # the module that registered it (a sweep's workers import it), or the factory's module
 
     @property
     def builtin(self) -> bool:
@@ -106,9 +108,9 @@ def register_model(name: str, factory, *, params: dict | None = None) -> ModelEn
 
     ``params``: the model's own config keys and their defaults, if not its signature's (:func:`own_params`).
     Registering the same factory again is harmless; a built-in name or a name taken by another factory is a
-    ValueError naming the plugin (the module of ``factory``).
+    ValueError naming the plugin (the module that calls this).
     """
-    where = getattr(factory, "__module__", "?")
+    where = sys._getframe(1).f_globals.get("__name__") or getattr(factory, "__module__", "?")  # the plugin
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"plugin {where}: data model name must be an identifier (letters, digits, _), got {name!r}")
     if name in BUILTIN:
@@ -118,7 +120,7 @@ def register_model(name: str, factory, *, params: dict | None = None) -> ModelEn
         raise ValueError(f"plugin {where}: the factory of data model {name!r} is not callable: {factory!r}")
     own = own_params(factory) if params is None else dict(params)
     _check_params(name, own)
-    entry = ModelEntry(name, factory, own, f"plugin {where}")
+    entry = ModelEntry(name, factory, own, f"plugin {where}", where)
     old = _REGISTERED.get(name)
     if old is not None and old.factory is not factory and _label(old.factory) != _label(factory):
         raise ValueError(f"plugin {where}: data model {name!r} is already registered by {old.source} "
@@ -186,7 +188,7 @@ def _import_factory(spec: str) -> ModelEntry:
                          f"data model)")
     own = own_params(obj)
     _check_params(spec, own)
-    return ModelEntry(spec, obj, own, spec)
+    return ModelEntry(spec, obj, own, spec, mod_name)
 
 
 def missing_protocol(obj) -> list[str]:
@@ -232,6 +234,11 @@ def build(cfg: dict, entry: ModelEntry | None = None):
                          f"failed: {exc}") from None
     if not entry.builtin:
         check_protocol(obj, f"{entry.name!r} ({type(obj).__name__})")
+        for key in ("d", "P", "k"):  # the config sizes the network: the model must draw what it says
+            have = getattr(obj, key, None)
+            if have is not None and have != cfg[key]:
+                raise ValueError(f"data model {entry.name!r} was built with {key} = {cfg[key]} but has "
+                                 f"{key} = {have!r}; its factory must keep the d, P, s, k it is given")
         try:
             check_data_model(obj)
         except ValueError as exc:

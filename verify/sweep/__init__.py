@@ -11,6 +11,10 @@ half-written file. At the end: ``OUT/index.json``, ``OUT/summary.csv``, ``OUT/su
 * Reproducibility: a point's seed is derived by hashing (experiment, canonical parameters, sweep seed), so a
   point gives the same result in any order, on any worker, local or remote.
 * One sweep per folder: the running sweep holds a lock on it; a second one refuses or waits.
+* Plugins: ``register_experiment(Experiment(...))`` in a plugin module adds an experiment, and a plugin's FG
+  data model runs in ``multiview`` points (docs/datamodel.md); ``run_sweep(..., plugins=[...])`` /
+  ``theorylab sweep --plugins`` load them, the workers import them too, and a point's key includes the plugin
+  code's fingerprint, so editing a plugin reruns its points.
 
 Modules (imports point downward: verify.sweep → sims → theory; nothing in sims or theory imports them):
 
@@ -26,10 +30,12 @@ Modules (imports point downward: verify.sweep → sims → theory; nothing in si
 ``summary``     summary.csv / summary.md;  ``plot``: plot.png
 ==============  ===========================================================================================
 """
+from verify.sweep.experiments import register_experiment, unregister_experiment
 from verify.sweep.points import derive_seed, expand_points, load_config, point_key
+from verify.sweep.schema import Experiment, Param
 from verify.sweep.runner import SweepResult, load_sweep, run_sweep, sweep_runner
 from verify.sweep.store import to_jsonable
 from verify.sweep.summary import flat_result, summary_rows
 
-__all__ = ["run_sweep", "load_config", "load_sweep", "sweep_runner", "SweepResult", "expand_points", "derive_seed",
+__all__ = ["register_experiment", "unregister_experiment", "Experiment", "Param", "run_sweep", "load_config", "load_sweep", "sweep_runner", "SweepResult", "expand_points", "derive_seed",
            "point_key", "to_jsonable", "flat_result", "summary_rows"]

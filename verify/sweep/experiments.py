@@ -247,14 +247,17 @@ EXPERIMENTS: dict[str, Experiment] = {
 
 
 BUILTIN = frozenset(EXPERIMENTS)
+_REGISTERED_BY: dict[str, str] = {}  # plugin experiment -> the module that registered it
 
 
 def register_experiment(exp: Experiment) -> Experiment:
     """Add a plugin's experiment (``theorylab sweep --plugins MODULE``; docs/sweep.md). A built-in name, or a
-    name already taken by another function, is a ValueError naming the plugin (the module of ``exp.run``)."""
+    name already taken by another function, is a ValueError naming the plugin (the module that calls this)."""
     if not isinstance(exp, Experiment):
         raise ValueError(f"register_experiment takes a verify.sweep.schema.Experiment, got {type(exp).__name__}")
-    where = getattr(exp.run, "__module__", "?")
+    import sys
+
+    where = sys._getframe(1).f_globals.get("__name__") or getattr(exp.run, "__module__", "?")  # the plugin
     if exp.name in BUILTIN:
         raise ValueError(f"plugin {where}: {exp.name!r} is a built-in sweep experiment and cannot be replaced; "
                          f"register yours under another name")
@@ -263,6 +266,7 @@ def register_experiment(exp: Experiment) -> Experiment:
         raise ValueError(f"plugin {where}: sweep experiment {exp.name!r} is already registered by "
                          f"{old.run.__module__}; choose another name")
     EXPERIMENTS[exp.name] = exp
+    _REGISTERED_BY[exp.name] = where
     return exp
 
 
@@ -271,19 +275,29 @@ def unregister_experiment(name: str) -> None:
     if name in BUILTIN:
         raise ValueError(f"{name!r} is a built-in sweep experiment")
     EXPERIMENTS.pop(name, None)
+    _REGISTERED_BY.pop(name, None)
 
 
-def plugin_code(exp: Experiment, params: dict):
-    """The plugin code a point runs (None: built-in code only): the experiment's function for a plugin
-    experiment, the data model's factory for a ``multiview`` point whose ``model`` is a plugin's."""
+def plugin_code(exp: Experiment, params: dict) -> tuple[list, list[str]]:
+    """The plugin code a point runs: (functions and modules whose code its result depends on, the modules a
+    worker must import to run it); ([], []) for built-in code only. A plugin experiment: its function and the
+    module that registered it; a ``multiview`` point whose ``model`` is a plugin's: the model's factory and the
+    module that registered it (or the module of ``"pkg.mod:Factory"``)."""
+    import sys
+
     if exp.name not in BUILTIN:
-        return exp.run
-    if exp.name == "multiview" and isinstance(params.get("model"), str):
+        code, module = exp.run, _REGISTERED_BY.get(exp.name, getattr(exp.run, "__module__", ""))
+    elif exp.name == "multiview" and isinstance(params.get("model"), str):
         from sims.multiview import models
 
         entry = models.resolve(params["model"])
-        return None if entry.builtin else entry.factory
-    return None
+        if entry.builtin:
+            return [], []
+        code, module = entry.factory, entry.module
+    else:
+        return [], []
+    mods = [m for m in {module, getattr(code, "__module__", "")} if m and m != "__main__"]
+    return [code] + [sys.modules[m] for m in mods if m in sys.modules], mods
 
 
 def get(name: str) -> Experiment:

@@ -70,8 +70,9 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     "hue", "xscale", "yscale"}`` for the summary plot (default: the experiment's). ``wait``: seconds to wait
     for another sweep holding ``out_dir`` (0: FolderBusy at once; None: as long as it takes). ``tries``: how
     many local workers a point may kill before it is recorded ``crashed``. ``plugins``: modules to import first
-    (their experiments and data models join the built-in ones; :mod:`verify.plugins`); the workers import
-    them, and the other plugins loaded in this process, before their first point. Returns a :class:`SweepResult`.
+    (their experiments and data models join the built-in ones; :mod:`verify.plugins`); a worker imports the
+    plugin modules its points need (the module that registered the experiment or data model) before running
+    them. Returns a :class:`SweepResult`.
     """
     from verify import plugins as _plugins
 
@@ -90,7 +91,7 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     plot_spec = check_plot(exp, {**exp.plot, **(plot or {})}, pts)
     records = []
     seen = {}
-    imports = set(_plugins.worker_imports())
+    imports: set = set()  # the plugin modules the points need (imported by the workers)
     for p in pts:
         for k, v in p.items():
             _check_value(k, v)
@@ -113,15 +114,13 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
 
 def _plugin_code(exp, params: dict, imports: set) -> str:
     """The fingerprint of the plugin code the point runs ('' for built-in code); adds its module to ``imports``."""
-    fn = experiments.plugin_code(exp, params)
-    if fn is None:
+    code, modules = experiments.plugin_code(exp, params)
+    if not code:
         return ""
     from sims.codehash import code_fingerprint
 
-    module = getattr(fn, "__module__", None)
-    if module and module != "__main__":
-        imports.add(module)
-    return code_fingerprint(fn)[0][:16]
+    imports.update(modules)
+    return code_fingerprint(*code)[0][:16]
 
 
 def _execute(exp, records, out, sched, client, seed, retry_failed, workers, progress, plot, name, tries, imports):
