@@ -77,46 +77,47 @@ def hierarchy(codepoints, level: str) -> tuple[np.ndarray, list[str]]:
     raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
 
 
-def homoglyph_pairs(canon: np.ndarray, pair_class: np.ndarray, pair_face: np.ndarray, n_classes: int,
-                    tol: int, min_shared: int = 1) -> list[tuple[int, int, int]]:
-    """(k1, k2, worst max-pixel difference) for class pairs whose canonical renders differ by at most
-    ``tol`` grey levels at every pixel in every face that draws both (and share ≥ ``min_shared`` faces).
+def homoglyph_stats(canon: np.ndarray, pair_class: np.ndarray, pair_face: np.ndarray, n_classes: int,
+                    tol: int) -> np.ndarray:
+    """int64 [P, 5] rows (k1, k2, n_close, n_both, worst) for every class pair k1 < k2 whose canonical
+    renders differ by at most ``tol`` grey levels at every pixel in at least one face: ``n_close`` faces
+    where they do, ``n_both`` faces that draw both classes, ``worst`` the largest such difference among
+    the close faces.
 
-    Candidates come from exact comparisons of 8×8 block sums per face; the verdict is the exact
-    pixelwise maximum over every shared face.
+    Candidates come from 8×8 block sums (a pair within ``tol`` per pixel is within ``64 tol`` per block);
+    the verdict is the exact pixelwise maximum.
     """
     canon = np.asarray(canon)
     n_faces = int(pair_face.max()) + 1 if len(pair_face) else 0
     index = -np.ones((n_classes, n_faces), np.int64)
     index[pair_class, pair_face] = np.arange(len(pair_class))
-    worst: dict[tuple[int, int], int] = {}
-    shared: dict[tuple[int, int], int] = {}
+    close: dict[tuple[int, int], list[int]] = {}
     b = 8
     c = canon.shape[-1] // b * b
     for f in range(n_faces):
         ks = np.flatnonzero(index[:, f] >= 0)
         if len(ks) < 2:
             continue
-        imgs = canon[index[ks, f]][:, :c, :c].astype(np.int64)
+        imgs = canon[index[ks, f]][:, :c, :c].astype(np.int32)
         blocks = imgs.reshape(len(ks), c // b, b, c // b, b).sum(axis=(2, 4)).reshape(len(ks), -1)
-        # a pair within tol per pixel is within tol*b*b per block: a necessary condition
-        lim = tol * b * b
-        for i in range(len(ks)):
+        for i in range(len(ks) - 1):
             d = np.abs(blocks[i + 1:] - blocks[i]).max(axis=1)
-            for j in np.flatnonzero(d <= lim):
-                k1, k2 = int(ks[i]), int(ks[i + 1 + j])
+            for j in np.flatnonzero(d <= tol * b * b):
                 diff = int(np.abs(imgs[i] - imgs[i + 1 + j]).max())
-                key = (k1, k2)
-                worst[key] = max(worst.get(key, 0), diff)
-                shared[key] = shared.get(key, 0) + 1
-    # a pair is judged on every face that draws both classes: count those faces
-    both = (index >= 0)
-    out = []
-    for (k1, k2), w in sorted(worst.items()):
-        n_both = int((both[k1] & both[k2]).sum())
-        if shared[(k1, k2)] == n_both and n_both >= min_shared and w <= tol:
-            out.append((k1, k2, w))
-    return out
+                if diff <= tol:
+                    close.setdefault((int(ks[i]), int(ks[i + 1 + j])), []).append(diff)
+    drawn = index >= 0
+    rows = [(k1, k2, len(v), int((drawn[k1] & drawn[k2]).sum()), max(v)) for (k1, k2), v in sorted(close.items())]
+    return np.array(rows, np.int64).reshape(-1, 5)
+
+
+def homoglyph_pairs(stats: np.ndarray, min_fraction: float = 1.0) -> list[tuple[int, int, int]]:
+    """(k1, k2, worst) of the pairs close in at least ``min_fraction`` of the faces drawing both."""
+    if not 0 < min_fraction <= 1:
+        raise ValueError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
+    stats = np.asarray(stats, np.int64).reshape(-1, 5)
+    keep = stats[:, 2] >= min_fraction * stats[:, 3] - 1e-9
+    return [(int(a), int(b), int(w)) for a, b, _, _, w in stats[keep]]
 
 
 def groups_from_pairs(pairs, n_classes: int) -> list[list[int]]:

@@ -5,7 +5,8 @@ A candidate (:func:`sims.glyphs.fonts.candidates`) is **excluded** when its rend
 
 * **empty**: less than one pixel's worth of ink in total (``U+2800 BRAILLE PATTERN BLANK`` and kin), or
 * **the .notdef box**: within :data:`NOTDEF_TOL` grey levels, at every pixel, of the face's own glyph 0
-  (drawn by asking for a code point no face maps), i.e. the face draws its placeholder.
+  (its .notdef, drawn by glyph index), i.e. the face draws its placeholder. Two faces' .notdef glyphs
+  are empty (the STIX and cm* ones), so there only the emptiness test can apply.
 
 Entries mapped to glyph 0 never become candidates. The survey is cached on disk keyed by the fonts'
 fingerprint (matplotlib's version and the font files' bytes) and this code.
@@ -22,7 +23,23 @@ from sims.glyphs.render import render_canonical
 CANVAS = 64
 NOTDEF_TOL = 8            # grey levels (of 255)
 MIN_INK = 255             # total ink of a real glyph: at least one full pixel
-_ABSENT = 0x10FFFD        # mapped by no usable face: its render is the face's glyph 0
+
+
+def notdef_render(font, canvas: int = CANVAS) -> np.ndarray:
+    """The face's glyph 0 (.notdef) drawn with the canonical layout."""
+    return render_canonical(font, 0, canvas)
+
+
+def judge(img: np.ndarray, notdef: np.ndarray) -> str:
+    """'empty', 'notdef' or 'ok' for a canonical render, given the face's .notdef render (module doc)."""
+    img = np.asarray(img)
+    if int(img.sum(dtype=np.int64)) < MIN_INK:
+        return "empty"
+    notdef = np.asarray(notdef)
+    if int(notdef.sum(dtype=np.int64)) >= MIN_INK and \
+            np.abs(img.astype(np.int16) - notdef.astype(np.int16)).max() <= NOTDEF_TOL:
+        return "notdef"
+    return "ok"
 
 
 def _compute() -> dict:
@@ -37,18 +54,12 @@ def _compute() -> dict:
     with tqdm(total=total, desc="glyphs: surveying faces", unit="glyph", leave=False) as bar:
         for j, (face, cand) in enumerate(zip(faces, cands)):
             font = fonts.load_font(face.path)
-            if _ABSENT in font.get_charmap():
-                raise RuntimeError(f"face {face.name} maps U+{_ABSENT:X}; pick another absent code point")
-            notdef = render_canonical(font, _ABSENT, CANVAS).astype(np.int16)
-            has_box = notdef.sum() >= MIN_INK
-            for cp in cand:
-                img = render_canonical(font, cp, CANVAS)
-                if int(img.sum(dtype=np.int64)) < MIN_INK:
-                    n_empty[j] += 1
-                elif has_box and np.abs(img.astype(np.int16) - notdef).max() <= NOTDEF_TOL:
-                    n_notdef[j] += 1
-                else:
-                    valid[col[cp], j] = True
+            notdef = notdef_render(font)
+            for cp, gid in cand.items():
+                verdict = judge(render_canonical(font, gid, CANVAS), notdef)
+                n_empty[j] += verdict == "empty"
+                n_notdef[j] += verdict == "notdef"
+                valid[col[cp], j] = verdict == "ok"
             bar.update(len(cand))
     keep = valid.any(axis=1)
     return {"codepoints": cps[keep], "valid": valid[keep], "n_candidates": np.array([len(c) for c in cands]),

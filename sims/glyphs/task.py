@@ -30,7 +30,7 @@ from sims.glyphs import classes, fonts, render, survey
 TEST_FACES = ("DejaVuSerif", "DejaVuSerif-Bold", "DejaVuSerif-BoldItalic", "DejaVuSerif-Italic",
               "DejaVuSerifDisplay")
 SPLITS = {"train": 1, "aug_test": 2, "face_test": 3}
-HOMOGLYPH_TOL = 24       # grey levels of 255, at every pixel of the canonical renders, in every shared face
+HOMOGLYPH_TOL = 32       # grey levels of 255, at every pixel of the canonical renders, in every shared face
 _CHUNK = 4096            # images augmented per numpy batch (any size gives the same bytes)
 _MAX_PER_CLASS = 100_000
 
@@ -77,13 +77,17 @@ def _build(n_classes: int, size: int, test_faces: tuple) -> dict:
     all_faces = fonts.faces()
     canon = np.zeros((len(pair_class), 2 * size, 2 * size), np.uint8)
     cps = s["codepoints"][rows]
+    gids = {}
     for i in tqdm(range(len(pair_class)), desc="glyphs: canonical renders", unit="glyph", leave=False):
-        font = fonts.load_font(all_faces[used[pair_face[i]]].path)
-        canon[i] = render.render_canonical(font, int(cps[pair_class[i]]), 2 * size)
-    pairs = classes.homoglyph_pairs(canon, pair_class, pair_face, n_classes, HOMOGLYPH_TOL)
+        face = all_faces[used[pair_face[i]]]
+        if face.name not in gids:
+            gids[face.name] = fonts.candidates(face)
+        gid = gids[face.name][int(cps[pair_class[i]])]
+        canon[i] = render.render_canonical(fonts.load_font(face.path), gid, 2 * size)
+    stats = classes.homoglyph_stats(canon, pair_class, pair_face, n_classes, HOMOGLYPH_TOL)
     return {"codepoints": cps, "faces": np.array([names[u] for u in used]), "coverage": valid,
             "test": test[used], "pair_class": pair_class.astype(np.int64), "pair_face": pair_face.astype(np.int64),
-            "canon": canon, "homoglyph_pairs": np.array(pairs, np.int64).reshape(-1, 3)}
+            "padded": render.prefilter(canon), "homoglyph_stats": stats}
 
 
 class GlyphTask:
@@ -99,9 +103,8 @@ class GlyphTask:
         self.coverage = np.asarray(data["coverage"], bool)
         self._pair_index = -np.ones(self.coverage.shape, np.int64)
         self._pair_index[data["pair_class"], data["pair_face"]] = np.arange(len(data["pair_class"]))
-        self._padded = render.prefilter(data["canon"])
-        self._canon = data["canon"]
-        self._homoglyph_pairs = [tuple(int(v) for v in r) for r in data["homoglyph_pairs"]]
+        self._padded = np.asarray(data["padded"], np.uint8)
+        self._homoglyph_stats = np.asarray(data["homoglyph_stats"], np.int64).reshape(-1, 5)
         self._is_test = test
 
     @property
@@ -109,10 +112,11 @@ class GlyphTask:
         return len(self.codepoints)
 
     def canonical(self, k: int, face: int) -> np.ndarray:
-        """uint8 [2S, 2S]: the canonical render of class ``k`` in face ``face`` (ValueError if not drawn)."""
+        """uint8 [2S, 2S]: the prefiltered canonical render of class ``k`` in face ``face`` (the image the
+        augmentation samples; ValueError if the face does not draw the class)."""
         if not (0 <= k < self.n_classes and 0 <= face < len(self.faces)) or self._pair_index[k, face] < 0:
             raise ValueError(f"face {face} does not draw class {k} (or either is out of range)")
-        return self._canon[self._pair_index[k, face]]
+        return self._padded[self._pair_index[k, face], 1:-1, 1:-1]
 
     def labels(self, level: str) -> np.ndarray:
         """int64 [K]: the label of each fine class at ``level`` ('fine', 'base', 'script'; see classes)."""
@@ -121,14 +125,17 @@ class GlyphTask:
     def label_names(self, level: str) -> list[str]:
         return classes.hierarchy(self.codepoints, level)[1]
 
-    def homoglyph_groups(self) -> list[list[int]]:
-        """Groups of classes whose canonical renders differ by ≤ HOMOGLYPH_TOL grey levels at every pixel
-        in every face that draws both (Latin A, Greek Α, Cyrillic А ...), each sorted."""
-        return classes.groups_from_pairs(self._homoglyph_pairs, self.n_classes)
+    def homoglyph_groups(self, min_fraction: float = 1.0) -> list[list[int]]:
+        """Groups (connected, each sorted) of classes whose canonical renders differ by ≤ HOMOGLYPH_TOL grey
+        levels at every pixel in every face that draws both (``min_fraction`` < 1: in at least that
+        fraction of those faces), e.g. Latin H and Greek Η. DejaVu draws many Latin/Greek/Cyrillic twins
+        with one outline; STIX draws them apart, so Latin B/Cyrillic В are twins only at ``min_fraction``
+        ≤ 0.75."""
+        return classes.groups_from_pairs(self.homoglyph_pairs(min_fraction), self.n_classes)
 
-    def homoglyph_pairs(self) -> list[tuple[int, int, int]]:
-        """(k1, k2, worst max-pixel difference in grey levels) of every homoglyph pair."""
-        return list(self._homoglyph_pairs)
+    def homoglyph_pairs(self, min_fraction: float = 1.0) -> list[tuple[int, int, int]]:
+        """(k1, k2, worst max-pixel difference in grey levels over the close faces) of every homoglyph pair."""
+        return classes.homoglyph_pairs(self._homoglyph_stats, min_fraction)
 
     def split_faces(self, split: str) -> list[int]:
         if split not in SPLITS:
