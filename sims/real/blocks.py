@@ -37,7 +37,9 @@ def lite_sequence(module) -> tuple[list, list]:
     m = module
     blocks = [lambda h: m._swish(m._bn0(m._conv_stem(h)))]
     blocks += [(lambda h, b=b: b(h)) for b in m._blocks]
-    blocks += [lambda h: m._swish(m._bn1(m._conv_head(h))), lambda h: m._avg_pooling(h).flatten(1)]
+    # the pool as a mean over space (= AdaptiveAvgPool2d(1) + flatten): on channels-last tensors under vmap the
+    # pooling op falls back to a per-sample loop (functorch's "batching rule for aten::as_strided_" warning)
+    blocks += [lambda h: m._swish(m._bn1(m._conv_head(h))), lambda h: h.mean(dim=(2, 3))]
     return blocks, ["stem"] + [f"block{k}" for k in range(len(m._blocks))] + ["head", "pool"]
 
 

@@ -192,7 +192,8 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
     ``n_classes``: when given, the class statistics are :class:`theory.collapse.ClassStats` (labels in
     [0, n_classes)), so ``theory.collapse.vci(result.classes[name])`` etc. work without keeping activations;
     otherwise :class:`ClassMoments` (any integer labels).
-    ``progress``: tqdm bar (None: only on a terminal); ``total``: number of batches for the bar.
+    ``progress``: tqdm bar on stderr in images/s (None: only on a terminal); ``total``: number of samples
+    (images or crops) the bar counts to.
     ``pool``: names whose activations are averaged to (B, C) (per-block statistics): (B, C, H, W) over space,
     token sequences (B, T, C) over the tokens.
     Blocks returning tuples or dicts contribute their first tensor.
@@ -232,11 +233,12 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
              else mod.register_forward_hook(make_hook(name, "output")))
         handles.append(h)
     model.eval()
-    labels, preds, n = [], [], 0
+    labels, preds, n, bar = [], [], 0, None
     try:
         with torch.inference_mode():
-            for batch in tqdm(batches, total=total, desc=desc, unit="batch",
-                              disable=None if progress is None else not progress):
+            bar = tqdm(total=total, desc=desc, unit="img", smoothing=0.1,
+                       disable=None if progress is None else not progress)
+            for batch in batches:
                 if isinstance(batch, (tuple, list)):
                     x, y = batch[0], (None if len(batch) < 2 else batch[1])
                 else:
@@ -274,7 +276,10 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
                     if name in kept:
                         kept[name].append(rows.astype(np.float32))
                 n += x.shape[0]
+                bar.update(x.shape[0])
     finally:
+        if bar is not None:
+            bar.close()
         for h in handles:
             h.remove()
     if n == 0:

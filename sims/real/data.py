@@ -39,7 +39,7 @@ def outputs_of(spec, imageset, n: int, seed: int = 0, aug: Augmentation | None =
     batches = crop_batches(imageset, plan, aug, batch_size=batch_size, normalize=spec.normalize,
                            size=spec.input_size)
     res = capture(spec.module, batches, layers, device=device, keep=keep, progress=progress,
-                  total=-(-n // batch_size), desc=f"capture {spec.name}")
+                  total=n, desc=f"capture {spec.name}")
     W, b = spec.linear()
     out = {"logits": res.kept["logits"], "source": res.labels.astype(np.int64), "W": W, "b": b,
            "cov": res.moments["logits"].second_moment, "plan": plan}

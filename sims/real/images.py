@@ -100,8 +100,10 @@ def _load_photographs() -> ImageSet:
     return ImageSet(names=names, images=images, source="skimage+sklearn")
 
 
-def folder(path) -> ImageSet:
-    """Every image file in ``path`` (recursively; sub-folder names are not used as labels).
+def folder(path, files=None) -> ImageSet:
+    """Every image file in ``path`` (recursively; sub-folder names are not used as labels here), or only
+    ``files`` (paths relative to ``path``, e.g. :func:`sims.real.imagenet.scan`'s list, whose labels it knows).
+    Names are the paths relative to ``path``; every image is decoded into memory (meant for small folders).
 
     Raises ValueError for a missing or empty folder, or one without any readable image.
     """
@@ -110,7 +112,7 @@ def folder(path) -> ImageSet:
     p = Path(path)
     if not p.is_dir():
         raise ValueError(f"images: {p} is not a folder")
-    files = sorted(f for f in p.rglob("*") if f.is_file())
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if files is None else [p / f for f in files]
     if not files:
         raise ValueError(f"images: folder {p} is empty")
     names, images, skipped = [], [], []
@@ -121,7 +123,7 @@ def folder(path) -> ImageSet:
         try:
             with Image.open(f) as im:
                 im = im.convert("RGB")
-                images.append(_to_rgb_uint8(np.asarray(im), f.name))
+                images.append(_to_rgb_uint8(np.array(im), f.name))  # a writable copy (torch needs one)
                 names.append(str(f.relative_to(p)))
         except (UnidentifiedImageError, OSError) as exc:
             skipped.append(f"{f.name} ({type(exc).__name__})")
@@ -196,7 +198,8 @@ def crop_batches(imageset: ImageSet, plan: np.ndarray, aug: Augmentation, batch_
         out = torch.empty((len(rows), 3, S, S), dtype=torch.float32)
         for k, (s, top, left, ch, cw, flip) in enumerate(rows):
             patch = imageset.images[s][top:top + ch, left:left + cw]
-            t = torch.from_numpy(np.ascontiguousarray(patch)).permute(2, 0, 1)[None].float() / 255.0
+            # an own, writable copy: the photographs may be read-only arrays, which torch.from_numpy warns about
+            t = torch.from_numpy(np.array(patch, order="C")).permute(2, 0, 1)[None].float() / 255.0
             t = F.interpolate(t, size=(S, S), mode="bilinear", antialias=True, align_corners=False)
             out[k] = t[0].flip(-1) if flip else t[0]
         yield (out - mean_t) / std_t, torch.from_numpy(rows[:, 0].copy())

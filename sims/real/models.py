@@ -40,12 +40,27 @@ class ModelSpec:
 
     def linear(self):
         """(W, b) of the classifier as float64 numpy arrays (b = zeros if the layer has no bias)."""
-        import numpy as np
+        return classifier_weights(dict(self.module.named_modules())[self.classifier], self.classifier)
 
-        lin = dict(self.module.named_modules())[self.classifier]
-        W = lin.weight.detach().cpu().double().numpy()
-        b = lin.bias.detach().cpu().double().numpy() if lin.bias is not None else np.zeros(W.shape[0])
-        return W, b
+
+def classifier_weights(layer, name: str = "classifier"):
+    """(W, b) of a final affine layer: an ``nn.Linear``, a 1×1 ``nn.Conv2d`` (weight (C, d, 1, 1)) or any module
+    with a (C, d) ``weight`` (and optional ``bias``); otherwise a ValueError naming the layer and its type."""
+    import numpy as np
+    import torch
+
+    w = getattr(layer, "weight", None)
+    if not isinstance(w, torch.Tensor) or not (w.dim() == 2 or (w.dim() == 4 and tuple(w.shape[2:]) == (1, 1))) \
+            or getattr(layer, "groups", 1) != 1:
+        shape = tuple(w.shape) if isinstance(w, torch.Tensor) else None
+        raise ValueError(f"--classifier {name}: a {type(layer).__name__} (weight shape {shape}) is not an affine map of "
+                         "the features; name the final nn.Linear or 1×1 nn.Conv2d (W F(x) + b: its input is F(x))")
+    W = w.detach().cpu().double().reshape(w.shape[0], w.shape[1]).numpy()
+    bias = getattr(layer, "bias", None)
+    b = bias.detach().cpu().double().reshape(-1).numpy() if isinstance(bias, torch.Tensor) else np.zeros(W.shape[0])
+    if b.shape != (W.shape[0],):
+        raise ValueError(f"--classifier {name}: bias of shape {tuple(bias.shape)} does not match {W.shape[0]} outputs")
+    return W, b
 
 
 def load_weights(path) -> dict:
@@ -77,7 +92,8 @@ def _last_linear(module) -> str:
 
     names = [n for n, m in module.named_modules() if isinstance(m, torch.nn.Linear)]
     if not names:
-        raise ValueError("model: has no torch.nn.Linear layer; pass classifier= the name of the final layer")
+        raise ValueError("model: has no torch.nn.Linear layer: name the final layer with --classifier MODULE_NAME "
+                         "(classifier= in Python), e.g. a 1×1 Conv2d; names: see model.named_modules()")
     return names[-1]
 
 
@@ -122,7 +138,8 @@ def user_model(factory: str, weights=None, device: str = "cpu", input_size: int 
                normalize: str = "imagenet", classifier: str | None = None) -> ModelSpec:
     """``package.module:factory`` (called without arguments) with ``weights`` (a state_dict file) loaded.
 
-    The classifier layer defaults to the last ``nn.Linear`` of the module.
+    The classifier layer (``classifier``, ``--classifier``) defaults to the last ``nn.Linear`` of the module; any
+    affine layer works (:func:`classifier_weights`: a 1×1 ``Conv2d`` head, a module with a (C, d) weight).
     """
     import hashlib
 
@@ -157,8 +174,14 @@ def user_model(factory: str, weights=None, device: str = "cpu", input_size: int 
         _apply_weights(net, load_weights(weights), str(weights))
         wkey = hashlib.sha256(Path(weights).read_bytes()).hexdigest()[:12]
     clf = classifier or _last_linear(net)
-    if clf not in dict(net.named_modules()):
-        raise ValueError(f"classifier: model has no layer {clf!r}")
+    mods = dict(net.named_modules())
+    if clf not in mods or not clf:
+        import difflib
+
+        close = difflib.get_close_matches(clf, [n for n in mods if n], n=5)
+        raise ValueError(f"--classifier {clf!r}: the model has no such layer"
+                         + (f"; closest names: {close}" if close else f"; its layers: {[n for n in mods if n][:12]}"))
+    classifier_weights(mods[clf], clf)  # an affine layer, else a clear error now (before any image is read)
     net.eval().to(device)
     return ModelSpec(module=net, name=factory, input_size=int(input_size), normalize=normalize,
                      classifier=clf, key=f"{factory}:{wkey}:{normalize}")
