@@ -215,3 +215,15 @@ def test_a_plugin_cannot_replace_a_built_in_check(tmp_path, capsys):
             registry.check("nd.lambda_max", equation="", kind="numeric", tolerance=0, tolerance_reason="",
                            negative_control="")(lambda ctx, planted: None)
         assert registry.discover()["nd.lambda_max"].compare.__module__ == "verify.checks.nd"
+
+
+def test_sim_and_sweep_take_plugins_and_refuse_a_missing_one_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('experiment = "toy"\n[grid]\nx = [1.0]\n')
+    for args in (["sweep", "c.toml", "--plugins", "zz_missing_plugin"],
+                 ["sim", "multiview", "--config", "c.toml", "--plugins", "zz_missing_plugin", "--out", "o"]):
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "zz_missing_plugin" in err and "not found" in err
+    assert not (tmp_path / "o").exists()

@@ -66,6 +66,8 @@ class DataModel(Protocol):
     ``coarse_of_fine`` (n_fine,) parent superclass of each fine class; ``common_of_coarse`` (n_coarse,) and
     ``sub_of_fine`` (n_fine,) dictionary indices of the common and the subclass feature (the trackers follow
     the lucky neurons of these features); ``sigma_zeta`` and ``iota`` (to draw single feature patches).
+    The full contract (what ``sample`` must return, dtype/device and randomness rules, how a config names a
+    model of one's own) is docs/datamodel.md; :func:`sims.multiview.models.check_data_model` checks it.
     """
 
     d: int
