@@ -25,12 +25,12 @@ DEAD_CNN = '''
 import torch
 class Dead(torch.nn.Module):
     """8 conv channels, 3 (6 with bn) of them dead (bias -100: ReLU output 0 for every image)."""
-    def __init__(self, bn=False):
+    def __init__(self, bn=False, n_out=3):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 8, 3, stride=4)
         self.pool = torch.nn.AdaptiveAvgPool2d(2)
         self.bn = torch.nn.BatchNorm1d(32) if bn else torch.nn.Identity()
-        self.fc = torch.nn.Linear(32, 3)
+        self.fc = torch.nn.Linear(32, n_out)
         with torch.no_grad():
             self.conv.bias[:6 if bn else 3] = -100.0
             if bn:  # dead channels through BatchNorm: a constant nonzero feature, Σ_B rank-deficient
@@ -52,6 +52,9 @@ def make():
 def make_bn():
     torch.manual_seed(0)
     return Dead(bn=True)
+def make_five():
+    torch.manual_seed(0)
+    return Dead(n_out=5)
 def make_head():
     torch.manual_seed(0)
     return ConvHead()
@@ -177,6 +180,20 @@ def test_labels_from_class_folders_and_from_a_mapping_file(own, tmp_path):
         scan(own["images"], labels=str(csv))
 
 
+def test_labels_that_cannot_be_logits_are_refused_and_a_class_count_mismatch_is_stated(own, tmp_path):
+    from verify.cli import main
+
+    csv = tmp_path / "l.csv"
+    csv.write_text("".join(f"{c}/{c}0.png,{k * 3}\n" for k, c in enumerate(CLASSES)))  # label 6 > 3 logits
+    base = ["analyze", "--images", str(own["images"]), "--input-size", "32", "--categories", "2", "-q"]
+    assert main(base + ["--model", "deadcnn:make", "--labels", str(csv), "--out", str(tmp_path / "a")]) == 2
+    assert main(base + ["--model", "deadcnn:make_five", "--out", str(tmp_path / "b"), "--json",
+                        str(tmp_path / "b.json")]) == 0
+    res = json.loads((tmp_path / "b.json").read_text())
+    assert "3 classes and the model 5 logits" in res["label_note"]
+    assert "label k is read as logit k" in (tmp_path / "b" / "ANALYZE.md").read_text()
+
+
 # ------------------------------------------------------------------------------------------- strict input
 @pytest.mark.parametrize("args,match", [
     (["--categories", "0"], "--categories"), (["--crops", "3"], "--crops"), (["--batch-size", "0"], "--batch-size"),
@@ -196,6 +213,14 @@ def test_verbose_prints_the_traceback_and_categories_zero_does_no_work(tmp_path)
     assert "capture" not in r.stderr and r.stdout == ""
     v = _cli(["-v", "analyze", "--categories", "0", "--out", str(tmp_path / "o")], tmp_path)
     assert v.returncode == 2 and "Traceback (most recent call last)" in v.stderr and "ValueError" in v.stderr
+
+
+def test_verbose_after_the_subcommand_also_prints_the_traceback(tmp_path, capsys):
+    from verify.cli import main
+
+    assert main(["analyze", "-v", "--crops", "3", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "--crops: must be an integer >= 8" in err
 
 
 def test_a_classifier_that_is_not_linear(own, tmp_path):

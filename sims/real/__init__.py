@@ -9,4 +9,6 @@ re-exports it as the user-facing entry point.
 * :mod:`sims.real.capture`  ``capture(model, batches, layers=..., device=...)`` with streaming accumulators
 * :mod:`sims.real.data`     cached logits/features of a model on a crop set (keyed by model, images, augmentation, seed)
 * :mod:`sims.real.analysis` ND Table 1 metrics, RD ClsDim and Eq 11–12 on captured logits (numpy only)
+* :mod:`sims.real.labels`   labels of one's own folder: class sub-folders (ImageFolder order) or a CSV file
+* :mod:`sims.real.collapse` VC on real features: rank policy, dead channels, held-out VCI and probe loss
 """

@@ -83,11 +83,17 @@ class _Steps:
         self.bar = tqdm(total=total, desc="analyze", unit="step", disable=None if progress is None else not progress,
                         bar_format="{desc}: step {n_fmt}/{total_fmt} [{elapsed}]")
         self.progress = progress
+        self.seconds: dict = {}  # step → seconds (in the JSON: where the time went)
+        self._t = (None, 0.0)
 
     def start(self, name):
         self.bar.set_description_str(f"analyze ({name})")
+        self._t = (name, time.perf_counter())
 
     def done(self):
+        name, t = self._t
+        if name is not None:
+            self.seconds[name] = round(time.perf_counter() - t, 3)
         self.bar.update(1)
 
     def inner(self, iterable, desc, unit, total=None):
@@ -184,6 +190,12 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
           f"Logits: {n_cls} classes; final features (input of the classifier layer): {F.shape[1]} dims. "
           f"Predicted categories: {len(np.unique(L.argmax(1)))} distinct."
           + ("" if y is None else f" Top-1 accuracy of the model: {100 * res['top1_accuracy']:.1f} %."), ""]
+    n_own = len(d["classes"]) if d.get("classes") else None
+    if y is not None and n_own is not None and n_own != n_cls:
+        note = (f"the folder has {n_own} classes and the model {n_cls} logits: label k is read as logit k; if the "
+                "model was not trained with this numbering, the accuracies are meaningless (use --labels none)")
+        md += [f"Note: {note}.", ""]
+        res["label_note"] = note
     if affine_gap > 1e-3:
         md += [f"Note: the logits are not W·F(x) + b of the classifier layer (largest relative gap {affine_gap:.2g}); "
                "the RD sections use W F(x).", ""]
@@ -298,7 +310,8 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
     md += [f"_{seconds:.0f} s (captures are cached in the theorylab cache)._", ""]
     path = out_dir / "ANALYZE.md"
     atomic_write_text(path, "\n".join(md))
-    res.update(figures={f"figs/{k2}.png": v for k2, v in figures.items()}, seconds=seconds, markdown=str(path))
+    res.update(figures={f"figs/{k2}.png": v for k2, v in figures.items()}, seconds=seconds, markdown=str(path),
+               step_seconds=dict(steps.seconds))
     res = jsonable(res)
     if json_path is not None and str(json_path) != "-":
         atomic_write_text(Path(json_path), json.dumps(res, indent=1, ensure_ascii=False) + "\n")
