@@ -381,3 +381,30 @@ def test_the_compatibility_module_is_gone():
     with pytest.raises(ImportError):
         __import__("verify.sweep_experiments")
     assert not (ROOT / "verify" / "sweep_experiments.py").exists()
+
+
+def test_sim_json_of_a_d_sweep_config(tmp_path, capsys):
+    from verify.cli import main
+
+    toml = tmp_path / "c.toml"
+    toml.write_text("".join(f"{k} = {v!r}\n" for k, v in TINY.items() if k != "d") + "\n[sweep]\nd = [20, 24]\n")
+    assert main(["sim", "multiview", "--config", str(toml), "--out", str(tmp_path / "o"), "--json", "-", "-q"]) == 0
+    io = capsys.readouterr()
+    out = json.loads(io.out)
+    assert [r["d"] for r in out["sweep"]["rows"]] == [20, 24] and out["sweep"]["ds"] == [20, 24]
+    assert "hard_gap" in out["sweep"]["rows"][0]["summary"] and "sweep.json" in out["written"]
+    assert "coarse hard" in io.err                                      # the table went to stderr
+
+
+def test_pkg_mod_factory_is_found_in_the_current_folder_by_the_console_script(plugin):
+    """``model = "mod:Factory"`` in a config read by ``theorylab`` (whose sys.path[0] is its bin folder, not
+    the current one) imports mod from the current folder, as ``--plugins`` does."""
+    module, name, folder = plugin
+    exe = Path(sys.executable).with_name("theorylab")
+    if not exe.exists():
+        pytest.skip("no theorylab console script next to this interpreter")
+    _tiny_toml(folder / "c.toml", model=f"{module}:WeakCommon", strength=0.4)
+    p = subprocess.run([str(exe), "sim", "multiview", "--config", "c.toml", "--out", "o", "--no-figs", "-q",
+                        "--json", "-"], cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["config"]["strength"] == 0.4

@@ -6,7 +6,8 @@ A config's ``model`` key (``sims.multiview.experiment.DEFAULTS``) is one of
   models ``shared_subclass``, ``three_level``, ``label_noise``);
 * a name registered with :func:`register_model` (by a plugin module: ``theorylab ... --plugins MODULE`` or a
   ``theorylab.checks`` entry point imports it);
-* ``"pkg.mod:Factory"``: the factory ``Factory`` of the importable module ``pkg.mod`` (imported here).
+* ``"pkg.mod:Factory"``: the factory ``Factory`` of the importable module ``pkg.mod`` (imported here; the
+  current folder is searched too, as for ``--plugins``).
 
 A *factory* is a class or a function returning an object that satisfies
 :class:`sims.multiview.data.DataModel`. It is called as ``factory(d, P, s, k, **kw)`` (:func:`build`) where
@@ -30,6 +31,7 @@ import dataclasses
 import importlib
 import inspect
 import numbers
+import os
 import sys
 
 from sims.multiview import data as _data
@@ -167,6 +169,8 @@ def _import_factory(spec: str) -> ModelEntry:
     mod_name, _, attr = spec.partition(":")
     if not mod_name or not attr:
         raise ValueError(f"config key 'model' = {spec!r}: expected 'pkg.mod:Factory'")
+    if os.getcwd() not in sys.path and "" not in sys.path:  # the current folder is searched, as by `python -c`
+        sys.path.insert(0, os.getcwd())
     try:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
