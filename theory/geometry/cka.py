@@ -131,7 +131,7 @@ def linear_hsic(X, Y, debiased: bool = False) -> float:
 def _moment_terms(m, debiased: bool) -> tuple[dict, dict]:
     from theory.geometry.moments import CrossMoments
     if not isinstance(m, CrossMoments):
-        raise ValueError(f"moments: expected a CrossMoments, got {type(m).__name__}")
+        raise TypeError(f"moments: expected a CrossMoments, got {type(m).__name__}")
     k, why = _min_rows(debiased)
     if m.n < k:
         raise ValueError(f"moments: needs at least {k} samples{why}, got n = {m.n}")
@@ -139,14 +139,14 @@ def _moment_terms(m, debiased: bool) -> tuple[dict, dict]:
     return _terms_from_moments(c), c
 
 
-def cka_from_moments(m, debiased: bool = False) -> float:
+def cka_from_moments(moments, debiased: bool = False) -> float:
     """Linear CKA (biased or debiased, as :func:`linear_cka`) from a :class:`CrossMoments`: exact, O(pq + p² + q²)."""
     debiased = _check_debiased(debiased)
-    return _cka(_moment_terms(m, debiased)[0], debiased)
+    return _cka(_moment_terms(moments, debiased)[0], debiased)
 
 
-def hsic_from_moments(m, debiased: bool = False) -> float:
+def hsic_from_moments(moments, debiased: bool = False) -> float:
     """HSIC₀ or HSIC₁ of X and Y from a :class:`CrossMoments`, in the features' units."""
     debiased = _check_debiased(debiased)
-    t, c = _moment_terms(m, debiased)
+    t, c = _moment_terms(moments, debiased)
     return unscale(_hsic_parts(t, debiased)[0], 2 * (c["ex"] + c["ey"]), "hsic")

@@ -38,7 +38,7 @@ import numpy as np
 from theory.collapse.linalg import original_frame
 from theory.collapse.metrics import fuzziness
 from theory.collapse.stats import ClassStats, check_labels
-from theory.geometry._inputs import centre_scale, features
+from theory.geometry._inputs import centre_scale_mean, features
 
 
 def _weighting(w) -> str:
@@ -61,15 +61,16 @@ class _Classes:
         elif isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
             raise ValueError(f"n_classes: must be an integer >= 2, got {n_classes!r}")
         self.K = int(n_classes)
+        if self.K > A.shape[0]:
+            raise ValueError(f"y: K = {self.K} classes (n_classes, or the largest label + 1) cannot all have samples "
+                             f"among N = {A.shape[0]}; every class needs at least one")
         self.y = check_labels(y, A.shape[0], self.K, "y")
         self.counts = np.bincount(self.y, minlength=self.K)
         empty = np.flatnonzero(self.counts == 0)
         if empty.size:
             raise ValueError(f"y: class {int(empty[0])} has no samples ({empty.size} of K = {self.K} classes are "
                              "empty); every class needs at least one")
-        self.origin = A.mean(axis=0)
-        self.origin += (A - self.origin).mean(axis=0)  # the sample mean, to the last bit that matters
-        self.Hs, self.e = centre_scale(A)
+        self.Hs, self.e, self.origin = centre_scale_mean(A)  # origin: the sample mean, two passes
         self.means = np.zeros((self.K, A.shape[1]))
         np.add.at(self.means, self.y, self.Hs)
         self.means /= self.counts[:, None]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory.geometry._inputs import features, same_rows, top_exponent
+from theory.geometry._inputs import centre_scale_mean, features, same_rows, scaled_difference
 
 _LOW = -100_000  # the exponent of a side with no spread yet (all its stored values are zero)
 _NAMES = ("sx", "sy", "cxx", "cyy", "cxy", "uxx", "uyy", "uxy", "uyx", "wxx", "wyy", "wxy")
@@ -121,13 +121,8 @@ class CrossMoments:
         out.n = X.shape[0]
         sides = []
         for A in (X, Y):
-            e0 = top_exponent(A)
-            o = np.ldexp(np.ldexp(A, -e0).mean(axis=0), e0)  # scale-safe mean: no overflow in the column sums
-            R = A - o
-            o = o + R.mean(axis=0)  # the mean's rounding removed (second pass)
-            R = A - o
-            e = top_exponent(R)
-            sides.append((o, np.ldexp(R, -e) if np.any(R) else R, e if np.any(R) else _LOW))
+            R, e, o = centre_scale_mean(A)
+            sides.append((o, R, e if np.any(R) else _LOW))
         (out.ox, Xs, out.ex), (out.oy, Ys, out.ey) = sides
         out.sums = batch_sums(Xs, Ys)
         return out
@@ -135,7 +130,7 @@ class CrossMoments:
     def merge(self, other: "CrossMoments") -> "CrossMoments":
         """A new accumulator of both data sets: exact up to rounding, for any split and any order."""
         if not isinstance(other, CrossMoments):
-            raise ValueError(f"other: expected a CrossMoments, got {type(other).__name__}")
+            raise TypeError(f"other: expected a CrossMoments, got {type(other).__name__}")
         if (other.p, other.q) != (self.p, self.q):
             raise ValueError(f"other: shapes differ: (p, q) = {(self.p, self.q)} vs {(other.p, other.q)}")
         out = self.copy()
@@ -148,13 +143,13 @@ class CrossMoments:
         if self.n == 0:
             self.__dict__.update(b.copy().__dict__)
             return
-        dx, dy = b.ox - self.ox, b.oy - self.oy  # o_b − o_a, of the order of the spread
-        ex = max(self.ex, b.ex, top_exponent(dx) if np.any(dx) else _LOW)
-        ey = max(self.ey, b.ey, top_exponent(dy) if np.any(dy) else _LOW)
+        (dx, edx), (dy, edy) = scaled_difference(b.ox, self.ox), scaled_difference(b.oy, self.oy)  # o_b − o_a
+        ex = max(self.ex, b.ex, edx if np.any(dx) else _LOW)
+        ey = max(self.ey, b.ey, edy if np.any(dy) else _LOW)
         a_s = _rescale(self.sums, self.ex - ex, self.ey - ey)
         b_s = _rescale(b.sums, b.ex - ex, b.ey - ey)
-        # b's rows about o_a: (x − o_a)2^−e = x̃_b − c with c = (o_a − o_b)2^−e
-        b_s = shift(b_s, b.n, _ldexp(-dx, -ex), _ldexp(-dy, -ey))
+        # b's rows about o_a: (x − o_a)2^−e = x̃_b − c with c = (o_a − o_b)2^−e, of the order of the spread
+        b_s = shift(b_s, b.n, _ldexp(-dx, edx - ex), _ldexp(-dy, edy - ey))
         self.sums = {k: a_s[k] + b_s[k] for k in _NAMES}
         self.n += b.n
         self.ex, self.ey = ex, ey
@@ -210,12 +205,12 @@ class CrossMoments:
     def cka(self, debiased: bool = False) -> float:
         """Linear CKA of X and Y from these moments (:func:`theory.geometry.cka.cka_from_moments`)."""
         from theory.geometry.cka import cka_from_moments
-        return cka_from_moments(self, debiased=debiased)
+        return cka_from_moments(self, debiased)
 
     def hsic(self, debiased: bool = False) -> float:
         """HSIC(X, Y) with linear kernels (:func:`theory.geometry.cka.hsic_from_moments`)."""
         from theory.geometry.cka import hsic_from_moments
-        return hsic_from_moments(self, debiased=debiased)
+        return hsic_from_moments(self, debiased)
 
     def __repr__(self) -> str:
         return f"CrossMoments(n_x_features={self.p}, n_y_features={self.q}, n={self.n})"

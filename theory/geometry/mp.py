@@ -52,27 +52,40 @@ def _check_var(v, name: str = "noise_var") -> float:
 def mp_edge(n: int, p: int, noise_var: float = 1.0) -> float:
     """λ₊ = σ²(1 + √(p/(n − 1)))²: the upper bulk edge of the centred sample covariance of n white samples."""
     n, p = _check_n_p(n, p)
-    return _check_var(noise_var) * (1.0 + np.sqrt(p / (n - 1.0))) ** 2
+    return _finite(_check_var(noise_var) * (1.0 + np.sqrt(p / (n - 1.0))) ** 2)
+
+
+def _finite(v: float) -> float:
+    if not np.isfinite(v):
+        raise ValueError("noise_var: the edge σ²(1 + √(p/(n − 1)))² overflows float64 (noise_var too large)")
+    return float(v)
 
 
 def mp_median(beta: float) -> float:
     """The median of the unit-variance MP law with aspect ratio β ∈ (0, 1] (bisection of theory.rank.mp_cdf)."""
+    if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, (int, float, np.integer, np.floating)) \
+            or not 0 < beta <= 1:
+        raise ValueError(f"beta: the aspect ratio min/max must be a number in (0, 1], got {beta!r}")
+    beta = float(beta)
     a, b = mp_edges(beta)
     if beta == 1.0:
         a = 1e-300
+    if not a < b:  # β below ~1e-32: the law is a point mass at 1 to float64's resolution
+        return float(a)
     return float(brentq(lambda x: mp_cdf(x, beta) - 0.5, a, b, xtol=1e-14, rtol=1e-13))
 
 
 def tw_threshold(n: int, p: int, noise_var: float = 1.0, level: float = 0.99) -> float:
     """σ²(μ + s·σ_J)/n′ (module doc): the covariance eigenvalue white noise exceeds with probability 1 − level."""
     n, p = _check_n_p(n, p)
-    if level not in TW1_QUANTILES:
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (float, np.floating)) \
+            or float(level) not in TW1_QUANTILES:
         raise ValueError(f"level: one of {sorted(TW1_QUANTILES)} (tabulated Tracy–Widom quantiles), got {level!r}")
     m = n - 1.0
     a, b = np.sqrt(m - 1.0), np.sqrt(float(p))
     mu = (a + b) ** 2
     sj = (a + b) * (1.0 / a + 1.0 / b) ** (1.0 / 3.0)
-    return _check_var(noise_var) * (mu + TW1_QUANTILES[level] * sj) / m
+    return _finite(_check_var(noise_var) * (mu + TW1_QUANTILES[float(level)] * sj) / m)
 
 
 def spike_count(Z, noise_var: float | None = None, level: float = 0.99) -> dict:
@@ -112,4 +125,4 @@ def _eigs(Z) -> tuple[np.ndarray, int, int]:
     from theory.geometry._inputs import centre_scale
     from theory.collapse.stats import unscale
     _, e = centre_scale(A)
-    return unscale(lam / (n - 1.0), 2 * e, "covariance eigenvalues"), n, p
+    return unscale(lam / (n - 1.0), 2 * e, "Z: covariance eigenvalues"), n, p

@@ -93,6 +93,8 @@ def rankme(Z, variant: str = "sigma", center: bool = False, eps: float = 0.0) ->
     """
     variant = _variant(variant)
     eps = _eps_value(eps)
+    if eps >= 1:
+        raise ValueError(f"eps: must lie in [0, 1) (added to probabilities; the paper uses 1e-7), got {eps!r}")
     s = singular_values(Z, center)
     return _entropy_rank(s if variant == "sigma" else s * s, eps, "the spectrum")
 
