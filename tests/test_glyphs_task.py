@@ -103,6 +103,7 @@ def test_same_arguments_give_the_same_bytes_and_other_seeds_differ(small):
 def test_images_do_not_depend_on_batching_and_grow_by_prefix(small, monkeypatch):
     X, y, f = small.images("train", 5, 1)
     monkeypatch.setattr(task_mod, "_CHUNK", 7)
+    monkeypatch.setattr(task_mod, "_AUG_CHUNK", 5)
     X2, y2, f2 = small.images("train", 5, 1)
     assert _digest(X, y, f) == _digest(X2, y2, f2)
     X3, _, f3 = small.images("train", 2, 1)

@@ -73,17 +73,39 @@ def _inverse_affine(p: dict, canvas: int, size: int):
     return f32(c * a00), f32(c * a01), f32(cx), f32(c * a10), f32(c * a11), f32(cy)
 
 
+def _pad1(x: np.ndarray) -> np.ndarray:
+    p = np.zeros((x.shape[0], x.shape[1] + 2, x.shape[2] + 2), x.dtype)
+    p[:, 1:-1, 1:-1] = x
+    return p
+
+
 def _sep3(x: np.ndarray, op) -> np.ndarray:
     """3×3 neighbourhood reduction (``np.maximum``/``np.minimum``), separable, zero outside."""
-    p = np.pad(x, ((0, 0), (1, 1), (1, 1)))
-    r = op(op(p[:, :, :-2], p[:, :, 1:-1]), p[:, :, 2:])
-    return op(op(r[:, :-2, :], r[:, 1:-1, :]), r[:, 2:, :])
+    p = _pad1(x)
+    r = op(p[:, :, :-2], p[:, :, 1:-1])
+    op(r, p[:, :, 2:], out=r)
+    out = op(r[:, :-2, :], r[:, 1:-1, :])
+    return op(out, r[:, 2:, :], out=out)
 
 
 def _binomial(x: np.ndarray) -> np.ndarray:
-    p = np.pad(x, ((0, 0), (1, 1), (1, 1)))
-    h = (p[:, :, :-2] + p[:, :, 2:]) * np.float32(0.25) + p[:, :, 1:-1] * np.float32(0.5)
-    return (h[:, :-2, :] + h[:, 2:, :]) * np.float32(0.25) + h[:, 1:-1, :] * np.float32(0.5)
+    """``[1,2,1]/4`` in each direction, zero outside."""
+    p = _pad1(x)
+    h = p[:, :, :-2] + p[:, :, 2:]
+    h *= np.float32(0.25)
+    h += p[:, :, 1:-1] * np.float32(0.5)
+    v = h[:, :-2, :] + h[:, 2:, :]
+    v *= np.float32(0.25)
+    v += h[:, 1:-1, :] * np.float32(0.5)
+    return v
+
+
+def _blend(img: np.ndarray, target: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """img + w · (target − img), per sample (w [n] float32)."""
+    target -= img
+    target *= w[:, None, None]
+    target += img
+    return target
 
 
 def augment(padded: np.ndarray, which: np.ndarray, params: dict, size: int,
@@ -97,33 +119,56 @@ def augment(padded: np.ndarray, which: np.ndarray, params: dict, size: int,
     n = len(which)
     cp2 = padded.shape[-1]
     canvas = cp2 - 2
-    g = (np.arange(size, dtype=np.float32) + np.float32(0.5)) / np.float32(size) - np.float32(0.5)
+    f32 = np.float32
+    g = (np.arange(size, dtype=f32) + f32(0.5)) / f32(size) - f32(0.5)
     gx, gy = g[None, None, :], g[None, :, None]
     a00, a01, cx, a10, a11, cy = _inverse_affine(params, canvas, size)
-    X = np.clip(a00 * gx + a01 * gy + cx, np.float32(0), np.float32(cp2 - 1))
-    Y = np.clip(a10 * gx + a11 * gy + cy, np.float32(0), np.float32(cp2 - 1))
-    x0 = np.minimum(np.floor(X), np.float32(cp2 - 2))
-    y0 = np.minimum(np.floor(Y), np.float32(cp2 - 2))
-    fx, fy = X - x0, Y - y0
+    lo, hi = f32(0), f32(cp2 - 1)
+
+    def coord(a, b, c):
+        v = (a * gx + c) + b * gy                  # [n, S, S]
+        np.maximum(v, lo, out=v)
+        np.minimum(v, hi, out=v)
+        v0 = np.floor(v)
+        np.minimum(v0, f32(cp2 - 2), out=v0)
+        v -= v0                                    # the fraction
+        return v, v0
+    fx, x0 = coord(a00, a01, cx)
+    fy, y0 = coord(a10, a11, cy)
     itype = np.int64 if padded.size >= 2 ** 31 else np.int32
-    base = (np.asarray(which, itype) * itype(cp2 * cp2))[:, None, None]
-    idx = base + y0.astype(itype) * itype(cp2) + x0.astype(itype)
+    idx = y0.astype(itype)
+    idx *= itype(cp2)
+    idx += x0.astype(itype)
+    idx += (np.asarray(which, itype) * itype(cp2 * cp2))[:, None, None]
     flat = padded.reshape(-1)
-    p00 = flat[idx].astype(np.float32)
-    p01 = flat[idx + 1].astype(np.float32)
-    p10 = flat[idx + cp2].astype(np.float32)
-    p11 = flat[idx + cp2 + 1].astype(np.float32)
-    top = p00 + fx * (p01 - p00)
-    bot = p10 + fx * (p11 - p10)
-    img = (top + fy * (bot - top)) * np.float32(1 / 255)
-    w = np.asarray(params["stroke"], np.float32)[:, None, None]
-    if np.any(w != 0):
-        target = np.where(w > 0, _sep3(img, np.maximum), _sep3(img, np.minimum))
-        img = img + np.abs(w) * (target - img)
-    b = np.asarray(params["blur"], np.float32)[:, None, None]
-    if np.any(b != 0):
-        img = img + b * (_binomial(img) - img)
+    top = flat[idx].astype(f32)
+    p01 = flat[idx + 1].astype(f32)
+    p01 -= top
+    p01 *= fx
+    top += p01                                     # p00 + fx (p01 − p00)
+    idx += itype(cp2)
+    bot = flat[idx].astype(f32)
+    p11 = flat[idx + 1].astype(f32)
+    p11 -= bot
+    p11 *= fx
+    bot += p11
+    bot -= top
+    bot *= fy
+    top += bot                                     # top + fy (bot − top)
+    img = top
+    img *= f32(1 / 255)
+    w = np.asarray(params["stroke"], f32)
+    for sel, op in ((np.flatnonzero(w > 0), np.maximum), (np.flatnonzero(w < 0), np.minimum)):
+        if len(sel):
+            img[sel] = _blend(img[sel], _sep3(img[sel], op), np.abs(w[sel]))
+    b = np.asarray(params["blur"], f32)
+    sel = np.flatnonzero(b != 0)
+    if len(sel):
+        img[sel] = _blend(img[sel], _binomial(img[sel]), b[sel])
     if noise_u is not None:
-        sd = np.asarray(params["noise"], np.float32)[:, None, None] * np.float32(np.sqrt(12.0))
-        img = img + sd * (np.asarray(noise_u, np.float32) - np.float32(0.5))
-    return np.clip(img, np.float32(0), np.float32(1))
+        sd = np.asarray(params["noise"], f32) * f32(np.sqrt(12.0))
+        noise = np.asarray(noise_u, f32) - f32(0.5)
+        noise *= sd[:, None, None]
+        img += noise
+    np.maximum(img, f32(0), out=img)
+    return np.minimum(img, f32(1), out=img)
