@@ -31,6 +31,7 @@ import theory
 import theory.collapse as vc
 import theory.covlasso as cl
 import theory.dependency as dep
+import theory.geometry as geo
 import theory.multiview as mv
 import theory.neural_dependency as nd
 import theory.rank as R
@@ -334,6 +335,77 @@ for _name in ("trace_ratio", "vci", "fuzziness", "squared_distance", "cosine_dis
         _args["rtol"] = slot(None, "real", "rtol")
     TABLE[f"collapse.{_name}"] = Entry(getattr(vc, _name), _args)
 
+# theory.geometry (its __all__; the functions of its submodules are driven through the package's names)
+GX, GY = rng0.standard_normal((12, 3)), rng0.standard_normal((12, 2))
+GM = geo.CrossMoments(3, 2).update(GX, GY)
+GW, GB = rng0.standard_normal((3, 3)), rng0.standard_normal(3)
+MOMENTS = st.one_of(JUNK, any_array(max_dims=2, max_side=3))
+
+
+def _cross_moments_update(X, Y):
+    return geo.CrossMoments(3, 2).update(X, Y).n
+
+
+TABLE.update({
+    "geometry.linear_cka": Entry(geo.linear_cka, {"X": slot(GX, "features", "X"), "Y": slot(GY, "features", "Y", "X"),
+                                                  "debiased": slot(True, "bool", "debiased")}),
+    "geometry.linear_hsic": Entry(geo.linear_hsic, {"X": slot(GX, "features", "X", "hsic"),
+                                                    "Y": slot(GY, "features", "Y", "X", "hsic"),
+                                                    "debiased": slot(True, "bool", "debiased")}),
+    "geometry.cka_from_moments": Entry(geo.cka_from_moments, {"moments": slot(GM, MOMENTS, "moments"),
+                                                              "debiased": slot(True, "bool", "debiased")}),
+    "geometry.hsic_from_moments": Entry(geo.hsic_from_moments, {"moments": slot(GM, MOMENTS, "moments"),
+                                                                "debiased": slot(True, "bool", "debiased")}),
+    "geometry.CrossMoments": Entry(geo.CrossMoments, {"n_x_features": slot(3, "int", "n_x_features"),
+                                                      "n_y_features": slot(2, "int", "n_y_features")}),
+    "geometry.CrossMoments.update": Entry(_cross_moments_update, {"X": slot(GX, "features", "X"),
+                                                                  "Y": slot(GY, "features", "Y")}),
+    "geometry.rankme": Entry(geo.rankme, {"Z": slot(GX, "features", "Z"),
+                                          "variant": slot("sigma", st.deferred(lambda: string_values("sigma2")),
+                                                          "variant"),
+                                          "center": slot(False, "bool", "center", "Z"), "eps": slot(0.0, "real", "eps")}),
+    "geometry.effective_rank": Entry(geo.effective_rank, {"Z": slot(GX, "features", "Z")}),
+    "geometry.stable_rank": Entry(geo.stable_rank, {"Z": slot(GX, "features", "Z")}),
+    "geometry.participation_ratio": Entry(geo.participation_ratio, {"Z": slot(GX, "features", "Z")}),
+    "geometry.numerical_rank": Entry(geo.numerical_rank, {"Z": slot(GX, "features", "Z"),
+                                                          "eps": slot(None, "real", "eps"),
+                                                          "center": slot(False, "bool", "center", "Z")}),
+    "geometry.alpha_req": Entry(geo.alpha_req, {"Z": slot(GX, "features", "Z", "fit_range"),
+                                                "fit_range": slot(None, st.one_of(JUNK, st.tuples(
+                                                    st.deferred(int_values), st.deferred(int_values))), "fit_range")}),
+    "geometry.singular_values": Entry(geo.singular_values, {"Z": slot(GX, "features", "Z"),
+                                                            "center": slot(False, "bool", "center", "Z")}),
+    "geometry.covariance_eigenvalues": Entry(geo.covariance_eigenvalues, {"Z": slot(GX, "features", "Z")}),
+    "geometry.spectrum.dtype_eps": Entry(geo.spectrum.dtype_eps, {"Z": slot(GX, "array", "Z")}),
+    "geometry.mp_edge": Entry(geo.mp_edge, {"n": slot(100, "int", "n"), "p": slot(20, "int", "p"),
+                                            "noise_var": slot(2.0, "real", "noise_var")}),
+    "geometry.tw_threshold": Entry(geo.tw_threshold, {"n": slot(100, "int", "n"), "p": slot(20, "int", "p"),
+                                                      "noise_var": slot(2.0, "real", "noise_var"),
+                                                      "level": slot(0.99, "real", "level")}),
+    "geometry.mp.mp_median": Entry(geo.mp.mp_median, {"beta": slot(0.3, "real", "beta")}),
+    "geometry.spike_count": Entry(geo.spike_count, {"Z": slot(GX, "features", "Z"),
+                                                    "noise_var": slot(None, "real", "noise_var"),
+                                                    "level": slot(0.95, "real", "level")}),
+    "geometry.nc1": Entry(geo.nc1, {"H": slot(GX, "features", "H", "y"), "y": slot(LABELS, "labels", "y"),
+                                    "weighting": slot("class", st.deferred(lambda: string_values("sample")),
+                                                      "weighting"),
+                                    "rank": slot(None, "int", "rank"), "n_classes": slot(3, "int", "n_classes", "y")}),
+    "geometry.nc2": Entry(geo.nc2, {"H": slot(GX, "features", "H", "y"), "y": slot(LABELS, "labels", "y"),
+                                    "weighting": slot("sample", st.deferred(lambda: string_values("class")),
+                                                      "weighting"),
+                                    "n_classes": slot(3, "int", "n_classes", "y")}),
+    "geometry.nc3": Entry(geo.nc3, {"H": slot(GX, "features", "H", "y", "nc3"), "y": slot(LABELS, "labels", "y"),
+                                    "W": slot(GW, "features", "W"), "b": slot(GB, "array", "b"),
+                                    "weighting": slot("class", st.deferred(lambda: string_values("sample")),
+                                                      "weighting"),
+                                    "n_classes": slot(3, "int", "n_classes", "y")}),
+    "geometry.nc4": Entry(geo.nc4, {"H": slot(GX, "features", "H", "y", "W"), "y": slot(LABELS, "labels", "y"),
+                                    "W": slot(GW, "features", "W"), "b": slot(GB, "array", "b"),
+                                    "n_classes": slot(3, "int", "n_classes", "y")}),
+    "geometry.cdnv": Entry(geo.cdnv, {"H": slot(GX, "features", "H", "y", "cdnv"), "y": slot(LABELS, "labels", "y"),
+                                      "n_classes": slot(3, "int", "n_classes", "y")}),
+})
+
 #: public callables deliberately not driven here, each with the reason.
 EXEMPT = {
     "theory._cachedir.cache_root": "no arguments: reads the environment (tested in tests/test_cache.py)",
@@ -351,10 +423,16 @@ EXEMPT = {
     **{f"theory.collapse.stats.{n}": "internal to theory.collapse (not in its __all__), reached through as_stats"
        for n in ("check_labels", "check_real_numeric", "pow2_exponent", "unscale")},
     "theory.collapse.probe.loss_from": "internal to theory.collapse: takes a Spectra built by probe_loss (driven)",
+    **{f"theory.geometry._inputs.{n}": "internal to theory.geometry (a private module), reached through its metrics"
+       for n in ("features", "same_rows", "top_exponent", "centre_scale", "centre_scale_mean", "scaled_difference")},
+    **{f"theory.geometry.moments.{n}": "CrossMoments' internal arithmetic on validated arrays; pinned against direct "
+       "sums in tests/test_geometry_moments.py" for n in ("batch_sums", "shift")},
 }
 
 # public names of a module whose entry is under another name in TABLE
-ALIASES = {"theory.collapse.ClassStats": "collapse.ClassStats"}
+ALIASES = {"theory.collapse.ClassStats": "collapse.ClassStats", "theory.geometry.ClassStats": "collapse.ClassStats",
+           **{f"theory.geometry.{n}": f"collapse.{n}"  # theory.collapse's metrics, re-exported by theory.geometry
+              for n in ("vci", "fuzziness", "squared_distance", "cosine_similarity", "probe_loss")}}
 
 
 def public_callables() -> list[str]:
@@ -390,6 +468,8 @@ def test_every_public_callable_is_covered():
             continue
         if mod.startswith("theory.collapse.") and name in collapse_all and f"collapse.{name}" in covered:
             continue  # defined in a submodule, driven through the package's public name
+        if mod.startswith("theory.geometry.") and name in geo.__all__ and f"geometry.{name}" in covered:
+            continue  # the same for theory.geometry
         if name == "EPS":
             continue
         missing.append(q)
