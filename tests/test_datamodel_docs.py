@@ -66,6 +66,22 @@ def test_datamodel_doc_examples_run(forget_weak_common, tmp_path):
     assert cfg["strength"] == 0.5 and models.build(cfg).strength == 0.5
 
 
+def test_datamodel_doc_model_from_scratch_runs_through_a_config():
+    doc = ROOT / "docs" / "datamodel.md"
+    code = _blocks(doc, "### A model from scratch", "python")[0]
+    ns = {"__name__": "scratch_doc"}
+    try:
+        exec(compile(code, str(doc), "exec"), ns)
+        models.check_data_model(ns["Stripes"](20, 8, 3.0, 2))
+        from sims.multiview import run_experiment
+
+        r = run_experiment({"model": "stripes", "lead": 3, "d": 20, "P": 8, "k": 2, "m_coarse": 40, "m_fine": 20,
+                            "lucky": 4.0, "steps": 10, "batch": 8, "eval_every": 5, "n_test": 16})
+        assert r["config"]["lead"] == 3 and 0 <= r["summary"]["coarse_hard_err"] <= 1
+    finally:
+        models.unregister_model("stripes")
+
+
 def test_sweep_doc_plugin_experiment_runs(tmp_path, monkeypatch):
     code = _blocks(ROOT / "docs" / "sweep.md", "### Experiments and data models from plugins", "python")[0]
     (tmp_path / "my_sweeps_doc.py").write_text(code)
