@@ -52,8 +52,11 @@ def plugin(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
     yield module, name, tmp_path
+    from verify import plugins
+
     models.unregister_model(name)
     sys.modules.pop(module, None)
+    plugins.LOADED.pop(module, None)
 
 
 def _env(folder: Path) -> dict:
@@ -408,3 +411,13 @@ def test_pkg_mod_factory_is_found_in_the_current_folder_by_the_console_script(pl
                         "--json", "-"], cwd=folder, env=_env(folder), capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["config"]["strength"] == 0.4
+
+
+def test_sweep_list_names_the_plugin_models_and_their_keys(plugin, capsys):
+    from verify.cli import main
+
+    module, name, _ = plugin
+    assert main(["sweep", "--list", "--plugins", module]) == 0
+    out = capsys.readouterr().out
+    assert f"three_level, label_noise, {name} or 'pkg.mod:Factory'" in out
+    assert f"model '{name}' also takes: strength (default 0.3)" in out

@@ -50,9 +50,14 @@ def cmd_sweep(args) -> int:
             for pname, par in (e.params or {}).items():
                 print(f"{'':16s} {pname:10s} {par.describe()}")
             if name == "multiview":
-                from sims.multiview.models import model_names
+                from sims.multiview.models import model_names, resolve
 
                 print(f"{'':16s} model: {', '.join(model_names())} or 'pkg.mod:Factory' (docs/datamodel.md)")
+                for m in model_names():
+                    own = resolve(m).params
+                    if own and not resolve(m).builtin:
+                        print(f"{'':16s} model {m!r} also takes: "
+                              + ", ".join(f"{k} (default {v!r})" for k, v in own.items()))
         return 0
     if not args.config:
         print("theorylab sweep: error: give a CONFIG.toml (or --list)", file=sys.stderr)
