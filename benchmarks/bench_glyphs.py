@@ -92,11 +92,12 @@ def main():
           f"  = {t_anchor / t_canon:.2f}x anchor ({c_anchor / c_canon:.2f}x)")
     n_img = task.n_classes * a.per_class
     t_img, c_img, (X, _, _) = best_of(lambda: task.images("train", a.per_class, 0), a.repeat)
-    print(f"(2)     augmented {a.size}x{a.size} images from the cache:      {n_img / t_img:8.0f} images/s ({n_img / c_img:.0f})"
-          f"  = {t_anchor / n * n_img / t_img:.2f}x anchor ({c_anchor / n * n_img / c_img:.2f}x);"
+    print(f"(2)     augmented {a.size}x{a.size} images from the cache:      {n_img / t_img:8.0f} images/s "
+          f"({n_img / c_img:.0f})  = {t_anchor / n * n_img / t_img:.2f}x anchor ({c_anchor / n * n_img / c_img:.2f}x);"
           f" {n_img} images in {t_img:.2f} s ({c_img:.2f} s CPU)")
     t_clean, c_clean, _ = best_of(lambda: task.images("train", a.per_class, 0, augment=False), a.repeat)
-    print(f"        without augmentation (resampling only):          {n_img / t_clean:8.0f} images/s ({n_img / c_clean:.0f})")
+    print(f"        without augmentation (resampling only):          {n_img / t_clean:8.0f} images/s "
+          f"({n_img / c_clean:.0f})")
 
     def reload():
         task_mod._TASKS.clear()

@@ -116,7 +116,6 @@ def augment(padded: np.ndarray, which: np.ndarray, params: dict, size: int,
     computed independently of the others (any split of a batch gives the same bytes).
     """
     padded = np.asarray(padded)
-    n = len(which)
     cp2 = padded.shape[-1]
     canvas = cp2 - 2
     f32 = np.float32

@@ -94,6 +94,10 @@ def _build(n_classes: int, size: int, test_faces: tuple) -> dict:
 class GlyphTask:
     """The glyph task of one :class:`GlyphTaskConfig` (module doc); build it with :func:`glyph_task`."""
 
+    def __repr__(self) -> str:
+        return (f"GlyphTask({self.n_classes} classes, {self.config.size}x{self.config.size}, "
+                f"{len(self.train_faces)} training faces, {len(self.test_faces)} test faces)")
+
     def __init__(self, cfg: GlyphTaskConfig, data: dict):
         self.config = cfg
         self.codepoints = np.asarray(data["codepoints"], np.int64)
@@ -161,7 +165,8 @@ class GlyphTask:
         ``N = n_classes × per_class``, class-major; same arguments → bit-identical tensors (module doc).
         ``augment=False`` gives the canonical renders resampled to S × S (no jitter, stroke, blur, noise)."""
         self.split_faces(split)
-        if isinstance(per_class, bool) or not isinstance(per_class, (int, np.integer)) or not 1 <= per_class <= _MAX_PER_CLASS:
+        if isinstance(per_class, bool) or not isinstance(per_class, (int, np.integer)) \
+                or not 1 <= per_class <= _MAX_PER_CLASS:
             raise ValueError(f"per_class must be an int in [1, {_MAX_PER_CLASS}], got {per_class!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
