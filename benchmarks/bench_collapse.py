@@ -1,8 +1,8 @@
 """Benchmark: the full VC metric set from streamed batches against the bare Gram GEMM on the same data.
 
-Workload (issue 4): N = 50 000 features of dimension p = 2048 in K = 1000 balanced classes, fed in batches
-(labels shuffled, so every batch holds almost every class). Anchor, measured in the same run on the same
-float64 batches: Σ_batches Hᵦᵀ Hᵦ (numpy dispatches it to SYRK). Timed for ClassStats: every ``update``
+Workload (the size of ImageNet's validation features): N = 50 000 features of dimension p = 2048 in K = 1000
+balanced classes, fed in batches (labels shuffled, so every batch holds almost every class). Anchor, measured in the
+same run on the same float64 batches: Σ_batches Hᵦᵀ Hᵦ (numpy dispatches it to SYRK). Timed for ClassStats: every ``update``
 (class-sorted float64 copy, cosine sums, centring, SYRK, Chan correction) plus ``metrics`` once at the end
 (Σ_T, one Cholesky with condition estimate, one K×K eigh, Σ_W M ᵀ, VCI, fuzziness, squared distance,
 cosine metrics, probe loss, V_B split; best of 3 runs). Batch generation is not timed. Anchor and update

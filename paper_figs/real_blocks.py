@@ -1,4 +1,4 @@
-"""Per-block figures on the real model (issue 17 §6–7): RD/VC curves through EfficientNet-Lite0, RD Fig 1 a–c.
+"""Per-block figures on the real model: RD/VC curves through EfficientNet-Lite0, RD Fig 1 a–c.
 
 Inputs: crops of the 17 scikit-image/scikit-learn photographs (a demonstration, not ImageNet); the class of the
 VC metrics is the source photograph. Numbers come from :mod:`sims.real.blocks` (cached).

@@ -3,6 +3,11 @@
 A figure is ``draw(quick: bool) -> matplotlib.figure.Figure`` drawing from ``sims``/``theory`` results
 (cached on disk where they are long), plus the paper figure it answers and the claim ids it illustrates.
 Modules in ``paper_figs`` register figures with :func:`figure`; :func:`discover` imports them all.
+
+A figure imports an optional package (scikit-image, scikit-learn, the EfficientNet wheels: the ``real`` extra)
+where it uses it, inside ``draw`` or the code it calls, never at module level: when the package is missing, the
+ImportError then reaches the caller, and ``verify`` records the figure as skipped with the command that installs
+the package (``verify.api.draw_figures``), instead of failing to load every figure.
 """
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ def _loss_record(before: np.ndarray, after: np.ndarray, eps: float, factor: floa
     rank such a map can lose. "margin" = (after[r_f − 1]/after[0])/ε with r_f = Rank_{factor·ε}(before): the
     weakest direction that stood above the floor before, relative to the threshold after; < 1 exactly when the
     component loses a direction no invertible map of condition ≤ κ could have lost. "margin_any" is the same
-    with factor 1 (any drop of Rank_ε counts, the comparison before issue 24)."""
+    with factor 1 (any drop of Rank_ε counts: the earlier comparison, without the noise floor)."""
     from theory.rank import rank_from_singular_values
 
     before, after = np.asarray(before, dtype=float), np.asarray(after, dtype=float)

@@ -66,7 +66,7 @@ def _planted_ln(monkeypatch, cache, make):
 
 
 def test_invertible_rescaling_in_place_of_layernorm_is_not_a_loss(monkeypatch, tmp_path):
-    """Issue 24: an invertible per-channel rescaling planted in place of LayerNorm must not be reported as losing
+    """An invertible per-channel rescaling planted in place of LayerNorm must not be reported as losing
     rank. The scales 1/2, 2, 1/2, 2 (κ = 4, the edge of the floor) did drop Rank_ε under the old any-drop rule."""
     d = _planted_ln(monkeypatch, tmp_path / "rescale", lambda c: fig3.ChannelScale(torch.tensor([0.5, 2.0] * (c // 2))))
     miss = rd._si_verdicts(d, names=["ln"])["ln"]

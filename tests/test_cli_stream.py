@@ -1,5 +1,5 @@
 """`verify` prints each check's row as it finishes (-q: none), `--json -` is newline-delimited JSON on stdout,
-and `verify --list --json -` gives the catalog entries as NDJSON (issue 26 §2). Tiny plugin checks keep it fast."""
+and `verify --list --json -` gives the catalog entries as NDJSON. Tiny plugin checks keep it fast."""
 from __future__ import annotations
 
 import json
@@ -132,7 +132,8 @@ def test_json_dash_is_ndjson_on_stdout_and_nothing_else(plugin, stdout_at_each_s
     objs = [json.loads(ln) for ln in lines]                            # every stdout line is one JSON object
     assert [o["id"] for o in objs[:-1]] == ids and all(o["status"] == "pass" for o in objs[:-1])
     assert json.loads(seen[1].splitlines()[0])["id"] == ids[0]         # the first object came before check 2
-    assert objs[-1]["summary"] == {"pass": 2, "refuted": 0, "reported": 0, "fail": 0, "missing": 0}
+    assert objs[-1]["summary"] == {"pass": 2, "refuted": 0, "reported": 0, "fail": 0, "missing": 0,
+                                  "skipped": 0}
     assert objs[-1]["meta"]["quick"] is True
     assert "2 pass, 0 refuted" in cap.err                              # the human summary goes to stderr
     assert not (tmp_path / "-").exists()

@@ -1,4 +1,4 @@
-"""Planted library bugs that an FG check must turn into status `fail` (issue 24 §5), not into a finding: each test
+"""Planted library bugs that an FG check must turn into status `fail`, not into a finding about the paper: each test
 applies one realistic bug to the library and runs the check through the registry in quick mode."""
 import math
 

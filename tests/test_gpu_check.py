@@ -1,4 +1,4 @@
-"""The gpu-check (issue 29, docs/gpu.md) proven on the CPU: its dry run exercises every part, benchmark option and
+"""The gpu-check (docs/gpu.md) proven on the CPU: its dry run exercises every part, benchmark option and
 test it calls; the d = 1000 configs load with the regime read at run time and are refused on the CPU with an
 estimate; the cost estimate counts the step's flops."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FG training on CUDA against the CPU (issue 29 §2). Tests marked ``cuda`` skip without a GPU (``make gpu-check``
+"""FG training on CUDA against the CPU. Tests marked ``cuda`` skip without a GPU (``make gpu-check``
 runs them); the others run everywhere and test the comparison itself, so the GPU window only adds the device.
 
 **Same data on both devices.** ``run_experiment`` draws data and initial weights from a ``torch.Generator`` on its

@@ -75,7 +75,7 @@ def test_verify_machinery_imports_point_downward():
 
 
 MAX_LINES = 500
-# Modules already over the limit when the rule came in (issue 15 §5), with their size then: they may not
+# Modules already over the limit when the rule came in, with their size then: they may not
 # grow, and leave this list once split. Everything else stays under MAX_LINES.
 OVER_LIMIT = {
     "verify/checks/nd_covlasso.py": 579,

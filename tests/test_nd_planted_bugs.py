@@ -1,4 +1,5 @@
-"""Planted library bugs that an ND check must turn into a failure (issue 25 §1, §2): each test applies one
+"""Planted library bugs that an ND check must turn into a failure (error floors on singular covariances
+with uneven scales, and covariances formed as a user forms them): each test applies one
 realistic bug to the library (monkeypatching the function the checks call) and runs the check through the
 registry in quick mode. Failure: holds False, i.e. status `fail` (numeric checks) or `refuted` (sim checks)."""
 import numpy as np
@@ -13,14 +14,14 @@ FAILED = ("fail",)  # a refutation without a finding is a fail (registry): no li
 
 
 def _global_cutoff(K, null_tol, factor=1.0):
-    """The rule before issue 25: one rounding level 10·m·ε·κ_r for every category's null-space row."""
+    """The earlier rounding cut-off: one level 10·m·ε·κ_r for every category's null-space row."""
     w, U, N, null_row, _ = _NULL_SPLIT(K, null_tol)
     m = K.shape[0]
     return w, U, N, null_row, np.full(m, factor * dep.NULL_NOISE * m * EPS * w.max() / w.min())
 
 
 def _pivot_only(K):
-    """The rule before issue 13: Cholesky whenever the smallest squared pivot is above m·ε (no trace(K⁻¹) test)."""
+    """The earliest zero-floor test: Cholesky whenever the smallest squared pivot is above m·ε (no trace(K⁻¹) test)."""
     m = K.shape[0]
     try:
         L = np.linalg.cholesky(K)
@@ -36,13 +37,13 @@ _NULL_SPLIT = dep._null_split
 
 
 @pytest.mark.parametrize("cid, bug", [
-    ("nd.floor_closed_form", ("_null_split", _global_cutoff)),  # the rule before issue 25
+    ("nd.floor_closed_form", ("_null_split", _global_cutoff)),  # the earlier one-level cut-off
     ("nd.massive_categories", ("_null_split", _global_cutoff)),
     ("nd.relative_floor", ("NULL_NOISE", dep.NULL_NOISE * 1e4)),  # the rounding cut-off raised 10⁴×
-    ("nd.relative_floor", ("_cholesky", _pivot_only)),  # the rule before issue 13
+    ("nd.relative_floor", ("_cholesky", _pivot_only)),  # the earliest, pivot-only test
 ], ids=["global_cutoff-floor", "global_cutoff-massive", "cutoff_x1e4-relative", "pivot_only-relative"])
 def test_floor_regressions_fail_the_floor_checks(cid, bug, monkeypatch, tmp_path):
-    """Issue 25 §1: on singular Cov whose categories' scales and offsets differ by decades, logits that are exact
+    """On singular Cov whose categories' scales and offsets differ by decades, logits that are exact
     combinations of the others (resolvably so: null component ≫ rounding) get nonzero floors, up to R ≈ 0.4."""
     monkeypatch.setattr(dep, *bug)
     out = run_quick(cid, tmp_path=tmp_path)

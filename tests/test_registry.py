@@ -45,8 +45,8 @@ def test_refuted_and_reported():
     chk.positive_control = "data where the claim holds"
     refuted = registry.run_check(chk, Context())
     assert refuted.status == "refuted" and refuted.finding == "x"
-    # a refutation that does not say what holds instead is a broken comparison (issue 25's review: library bugs
-    # behind a positive control that never runs the library read exactly like this)
+    # a refutation that does not say what holds instead is a broken comparison (a library bug behind a positive
+    # control that never runs the library reads exactly like this)
     silent = make(lambda c, p, positive=False: Result(1.0, 0.0, positive))
     silent.positive_control = "data where the claim holds"
     out = registry.run_check(silent, Context())
@@ -63,10 +63,21 @@ def test_non_bool_holds_is_a_broken_check():
 
 def test_catalog_has_every_claim_and_unique_ids():
     cat = registry.load_catalog()
-    assert len(cat) == 48  # CLAIMS.md's 48 ids (tools/gen_catalog.py)
+    assert len(cat) == 48  # the papers' 48 claims (tools/gen_catalog.py writes the catalog)
     assert {c["paper"] for c in cat.values()} == {"ND", "VC", "FG", "RD"}
     for cid in registry.discover():
         assert cid in cat
+
+
+def test_catalog_paper_titles_are_the_papers_titles():
+    """The catalog names each paper by its title alone (no internal file or seed tags)."""
+    import tomllib
+
+    with open(registry.CATALOG_PATH, "rb") as fh:
+        papers = tomllib.load(fh)["papers"]
+    assert papers["ND"]["title"] == "Neural Dependencies Emerging from Learning Massive Categories"
+    assert papers["RD"]["title"] == "Rank Diminishing in Deep Neural Networks"
+    assert not [p["title"] for p in papers.values() if "seed" in p["title"] or "(" in p["title"]]
 
 
 def test_unknown_id_cannot_register():
@@ -88,7 +99,7 @@ def test_cli_json_and_exit_code(tmp_path, monkeypatch, capsys):
     (c,) = data["checks"]
     assert c["id"] == "nd.lambda_max" and c["status"] == "pass"
     assert c["negative_control"] == "failed as it should"
-    assert set(data["summary"]) == {"pass", "refuted", "reported", "fail", "missing"}
+    assert set(data["summary"]) == {"pass", "refuted", "reported", "fail", "missing", "skipped"}
     for key in ("paper", "equation", "kind", "measured", "expected", "tolerance", "seconds", "erratum"):
         assert key in c
     # a planted broken check makes the whole run exit 1

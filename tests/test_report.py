@@ -103,3 +103,30 @@ def test_timing_is_one_string_for_summary_and_report():
     assert report.timing(meta) == "100 s in all: checks 70 s, figures 30 s"
     line = report.summary_line([_outcome("nd.x", 3.0)], meta)
     assert line.endswith("(100 s in all: checks 70 s, figures 30 s)")
+
+
+def test_skipped_checks_and_figures_name_the_install_command(tmp_path):
+    """A skipped check (an optional package is missing) is counted, streamed with its install command, listed in
+    REPORT.md's Skipped section with the skipped figures, and kept out of the controls' table."""
+    real = "pip install 'theorylab[real]'"
+    skipped = Outcome(id="nd.table1_metrics", paper="ND", equation="Tab 1", kind="sim", statement="s",
+                      status="skipped", missing_dependency="scikit-image (module skimage)", install=real)
+    outcomes = [_outcome("nd.x", 3.0), skipped]
+    meta = report.run_meta(0, True, 5.0, figure_skipped={"vc.fig2_spectra": {
+        "missing_dependency": "scikit-learn (module sklearn)", "install": real}})
+    row = report.stream_row(skipped)
+    assert row.splitlines()[0].split()[-2] == "skipped"
+    assert row.splitlines()[1].strip() == ("skipped: scikit-image (module skimage) is not installed; "
+                                           f"install it with: {real}")
+    line = report.summary_line(outcomes, meta)
+    assert "0 fail" in line and "1 skipped" in line and "1 figure skipped" in line and f"(to run them: {real})" in line
+    md = report.write_markdown(tmp_path, outcomes, meta, {}).read_text()
+    skipped_section = md[md.index("## Skipped"):md.index("## Controls")]
+    assert f"| `nd.table1_metrics` | scikit-image (module skimage) | `{real}` |" in skipped_section
+    assert f"| figure `vc.fig2_spectra` | scikit-learn (module sklearn) | `{real}` |" in skipped_section
+    assert "`nd.table1_metrics`" not in md[md.index("## Controls"):md.index("## `nd.x`")]
+    assert f"Skipped: scikit-image (module skimage) is not installed. Install it with `{real}`." in md
+    report.write_json(tmp_path / "report.json", outcomes, meta)
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["summary"]["skipped"] == 1 and data["checks"][1]["install"] == real
+    assert data["checks"][1]["control_class"] is None and data["meta"]["figure_skipped"]["vc.fig2_spectra"]

@@ -41,7 +41,7 @@ def test_loose_pseudo_inverse_cutoff_is_a_fail_not_a_refutation_of_cor_5_4(monke
 
 
 def test_wrong_penalty_is_a_fail_of_the_regularizer_check(monkeypatch, tmp_path):
-    """The review's bug 15: a regulariser on f_i² instead of f_i·f_j also drives θ_j to 0; the check pins the
+    """A regulariser on f_i² instead of f_i·f_j also drives θ_j to 0; the check pins the
     library's penalty against ND Sec 3.3's weight·|E[f_i f_j]| and fails on it."""
     import sims.dependency_training as dt
 
@@ -53,7 +53,7 @@ def test_wrong_penalty_is_a_fail_of_the_regularizer_check(monkeypatch, tmp_path)
 
 
 def test_sign_flipped_replaced_logit_is_a_fail_of_between_networks(monkeypatch, tmp_path):
-    """The review's bug 14: Tab 1's metrics with the replaced logit's sign flipped were printed but never judged."""
+    """Tab 1's metrics with the replaced logit's sign flipped: they used to be printed but never judged."""
     import theory.neural_dependency as nd
 
     orig = nd.replaced_logit_metrics

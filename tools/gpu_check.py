@@ -1,4 +1,4 @@
-"""Everything that needs a GPU, in one go, with a time budget per part and in all (issue 29; docs/gpu.md).
+"""Everything that needs a GPU, in one go, with a time budget per part and in all (docs/gpu.md).
 
     python tools/gpu_check.py [--device cuda] [--out report/gpu_check] [--total-budget S] [--install-seconds S]
                               [--only PART,...] [--wide] [--list]

@@ -6,7 +6,8 @@ The Python API (:mod:`verify.api`) and the registry's names are available from h
     run = verify.run("nd.*", quick=True)
     verify.write_report(run, "report/")
 
-and so are the names a plugin needs (``verify.check``, ``verify.Result``, ``verify.register_claim``).
+and so are the names a plugin needs (``verify.check``, ``verify.Result``, ``verify.register_claim``, and
+``verify.MissingDependency``, which a check raises to be ``skipped`` for lack of an optional package).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 _API = ("run", "write_report", "draw_figure", "draw_figures", "figures", "list_claims", "load_checks", "catalog",
         "select", "load_plugins", "check_device", "Run", "Figures", "UsageError")
 _REGISTRY = ("check", "register_claim", "Result", "Context", "Outcome", "Check", "run_check")
-__all__ = list(_API + _REGISTRY) + ["__version__"]
+_OPTIONAL = ("MissingDependency",)
+__all__ = list(_API + _REGISTRY + _OPTIONAL) + ["__version__"]
 
 
 def __getattr__(name: str):
@@ -30,6 +32,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("verify.api"), name)
     if name in _REGISTRY:
         return getattr(importlib.import_module("verify.registry"), name)
+    if name in _OPTIONAL:
+        return getattr(importlib.import_module("verify.optional"), name)
     raise AttributeError(f"module 'verify' has no attribute {name!r}")
 
 

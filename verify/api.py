@@ -13,6 +13,9 @@ Everything here is re-exported from the ``verify`` package::
     verify.draw_figure("nd.remark2_det_ratio", "figs/", quick=True)
     verify.list_claims("nd")                                   # catalog entries, implemented or not
 
+A check or figure that needs an optional package that is not installed is ``skipped`` (``o.install`` and
+``run.figure_skipped`` give the pip command; :mod:`verify.optional`) and does not make ``run.ok`` False.
+
 Bad input (an unknown pattern, a device that is not there, a folder that cannot be written) raises
 :class:`UsageError` (a ``ValueError``) *before* any check runs. Checks and catalog entries from outside
 the package (``plugins=["my_checks"]`` and the ``theorylab.checks`` entry points) are described in
@@ -29,6 +32,7 @@ import traceback
 import weakref
 from pathlib import Path
 
+from verify import optional
 from verify import plugins as _plugins
 from verify import registry, report
 from verify.registry import Check, Outcome
@@ -135,6 +139,8 @@ class Run:
     import_errors: dict = dataclasses.field(default_factory=dict)
     figures: dict = dataclasses.field(default_factory=dict)
     figure_errors: dict = dataclasses.field(default_factory=dict)
+    figure_skipped: dict = dataclasses.field(default_factory=dict)
+    """Figures not drawn because an optional package is missing: id -> {missing_dependency, install}."""
     figure_seconds: float = 0.0
     figure_tracebacks: dict = dataclasses.field(default_factory=dict, repr=False)
     staging: Path | None = dataclasses.field(default=None, repr=False)
@@ -164,14 +170,16 @@ class Run:
 
     @property
     def ok(self) -> bool:
-        """No check failed, every check module imported and every figure drew."""
+        """No check failed, every check module imported and every figure drew (skipped ones aside: what they
+        need is not installed, see :mod:`verify.optional`)."""
         return not (self.summary["fail"] or self.import_errors or self.figure_errors)
 
     def meta(self) -> dict:
         return report.run_meta(self.seed, self.quick, self.seconds, check_seconds=self.check_seconds,
                                figures_total_seconds=self.figure_seconds, device=self.device,
                                figure_seconds={f: v["seconds"] for f, v in self.figures.items()},
-                               figure_errors=dict(self.figure_errors), plugins=list(self.plugins),
+                               figure_errors=dict(self.figure_errors),
+                               figure_skipped=dict(self.figure_skipped), plugins=list(self.plugins),
                                patterns=list(self.patterns))
 
 
@@ -227,12 +235,14 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
 
 @dataclasses.dataclass
 class Figures:
-    """What :func:`draw_figures` drew: ``done`` id -> {answers, caption, seconds}; ``failed`` id -> one line."""
+    """What :func:`draw_figures` drew: ``done`` id -> {answers, caption, seconds}; ``failed`` id -> one line;
+    ``skipped`` id -> {missing_dependency, install} (an optional package it needs is not installed)."""
 
     done: dict
     failed: dict
     tracebacks: dict
     seconds: float
+    skipped: dict = dataclasses.field(default_factory=dict)
 
 
 def figures(plugins=(), entry_points: bool = True) -> dict:
@@ -246,7 +256,8 @@ def figures(plugins=(), entry_points: bool = True) -> dict:
 def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, progress: bool = False,
                  plugins=(), entry_points: bool = True) -> Figures:
     """Draw figures into ``out_dir`` (PNG and PDF): those matching ``ids`` (patterns; all when None), or
-    those illustrating any of the check ids ``for_checks``. A figure that raises is recorded, not raised."""
+    those illustrating any of the check ids ``for_checks``. A figure that raises is recorded, not raised: in
+    ``skipped`` if what it lacks is an optional package that is not installed, else in ``failed``."""
     from tqdm import tqdm
 
     from paper_figs import registry as figreg
@@ -258,7 +269,7 @@ def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, pro
     if for_checks is not None:
         chosen = [f for f in chosen if set(for_checks) & set(figs[f].checks)]
     out = prepare_dir(out_dir, "figure folder")
-    done, failed, tbs = {}, {}, {}
+    done, failed, tbs, skipped = {}, {}, {}, {}
     t0 = time.perf_counter()
     for fid in tqdm(chosen, desc="figures", unit="fig", file=sys.stderr, disable=None if progress else True):
         f = figs[fid]
@@ -266,19 +277,30 @@ def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, pro
             r = figreg.render(f, out, quick=quick)
             done[fid] = {"answers": f.answers, "caption": f.caption, "seconds": round(r["seconds"], 2)}
         except Exception as exc:  # a broken figure must not hide the others; the caller says so loudly
+            missing = optional.find_missing(exc)
+            if missing is not None:
+                skipped[fid] = {"missing_dependency": missing.what, "install": missing.install}
+                continue
             failed[fid] = f"{type(exc).__name__}: {exc}".splitlines()[0]
             tbs[fid] = traceback.format_exc()
-    return Figures(done, failed, tbs, time.perf_counter() - t0)
+    return Figures(done, failed, tbs, time.perf_counter() - t0, skipped)
 
 
 def draw_figure(fid: str, out_dir, quick: bool = False) -> dict:
-    """Draw one figure; returns {id, png, pdf, seconds}. Unknown id: :class:`UsageError`; a failing draw raises."""
+    """Draw one figure; returns {id, png, pdf, seconds}. Unknown id: :class:`UsageError`; a failing draw raises
+    (:class:`verify.MissingDependency`, naming the install command, when an optional package is missing)."""
     from paper_figs import registry as figreg
 
     figs = figures()
     if fid not in figs:
         raise UsageError(f"no figure {fid!r}; see `theorylab figs --list`")
-    return figreg.render(figs[fid], prepare_dir(out_dir, "figure folder"), quick=quick)
+    try:
+        return figreg.render(figs[fid], prepare_dir(out_dir, "figure folder"), quick=quick)
+    except Exception as exc:
+        missing = optional.find_missing(exc)
+        if missing is None or missing is exc:
+            raise
+        raise missing from exc
 
 
 def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=None,
@@ -307,6 +329,7 @@ def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=N
                 fr = draw_figures(stage / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
                                   progress=progress, entry_points=False)
                 run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
+                run.figure_skipped = fr.skipped
                 run.figure_tracebacks = fr.tracebacks
             meta = run.meta()
             report.write_json(stage / "report.json", run.outcomes, meta)

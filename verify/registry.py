@@ -1,4 +1,4 @@
-"""The check registry: one record per claim id of CLAIMS.md.
+"""The check registry: one record per claim id of the catalog (verify/catalog.toml, the list of the papers' claims).
 
 A check is data plus one function. The function ``compare(ctx, planted)`` runs the *same
 comparison* twice: once against the paper's claim (``planted=False``) and once against a planted
@@ -15,7 +15,10 @@ Status rules (see README):
                 Result is ``undecided`` (it measured, but its reading cannot be a verdict: e.g. not settled);
 * ``fail``      the check is broken: it raised, its negative control passed, its positive control did not
                 hold, it is refuted/reported without a positive control, or refuted without a finding;
-* ``missing``   a catalog id with no registered check.
+* ``missing``   a catalog id with no registered check;
+* ``skipped``   the check needs an optional package that is not installed (it raised that package's
+                ImportError, see :mod:`verify.optional`): the outcome names the package and the pip command
+                that installs it. Like ``missing``, it does not make ``verify`` exit 1.
 
 Controls. The *negative control* (``compare(ctx, True)``) is the same comparison against a planted
 wrong claim that stands for a realistic bug; it must not hold. The *positive control*
@@ -49,8 +52,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from verify import optional
+
 KINDS = ("symbolic", "numeric", "sim", "symbolic+numeric")
-STATUSES = ("pass", "refuted", "reported", "fail", "missing")
+STATUSES = ("pass", "refuted", "reported", "fail", "missing", "skipped")
 CATALOG_PATH = Path(__file__).with_name("catalog.toml")
 _ID_RE = re.compile(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+")
 
@@ -176,6 +181,10 @@ class Outcome:
     artifacts: list = dataclasses.field(default_factory=list)
     figures: tuple = ()
     error: str | None = None
+    missing_dependency: str | None = None
+    """Skipped: what is not installed, e.g. "scikit-image (module skimage)"."""
+    install: str | None = None
+    """Skipped: the command that installs it (e.g. "pip install 'theorylab[real]'")."""
 
     @property
     def seeds_summary(self) -> str:
@@ -191,7 +200,8 @@ class Outcome:
         d["positive_control_description"] = d.pop("positive_control")
         d["positive_control"] = d.pop("positive_control_result")
         d["seeds"] = self.seeds_summary
-        d["control_class"] = miss_class(self.control_miss, self.kind) if self.status != "missing" else None
+        ran = self.status not in ("missing", "skipped")
+        d["control_class"] = miss_class(self.control_miss, self.kind) if ran else None
         return to_jsonable(d)
 
 
@@ -202,7 +212,8 @@ _CLAIMS: dict[str, dict] = {}  # catalog entries declared outside the package (p
 
 
 def builtin_catalog() -> dict[str, dict]:
-    """The papers' claim ids (verify/catalog.toml, generated from CLAIMS.md by tools/gen_catalog.py)."""
+    """The papers' claim ids: verify/catalog.toml, the list of the papers' claims (tools/gen_catalog.py
+    regenerates it from the claims document kept with the project's design notes, outside this repository)."""
     with open(CATALOG_PATH, "rb") as fh:
         data = tomllib.load(fh)
     return {c["id"]: c for c in data["claim"]}
@@ -348,7 +359,12 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         if chk.positive_control:
             positive = chk.compare(ctx, False, positive=True)
             _validate_result(positive, chk.id)
-    except Exception as exc:  # a check that raises is broken: status fail, with the traceback
+    except Exception as exc:  # a check that raises is broken (fail, with the traceback), unless what it lacks is
+        out.seconds = time.perf_counter() - t0  # an optional package that is not installed (skipped)
+        missing = optional.find_missing(exc)
+        if missing is not None:
+            out.status, out.missing_dependency, out.install = "skipped", missing.what, missing.install
+            return out
         out.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         out.details = {"traceback": traceback.format_exc()}
         out.seconds = time.perf_counter() - t0

@@ -89,8 +89,29 @@ def stream_header() -> str:
 
 
 def stream_row(o: Outcome) -> str:
-    """One check's row of the verify table, in the fixed widths of :data:`STREAM_WIDTHS`."""
-    return _stream_line(table_rows([o])[0])
+    """One check's row of the verify table, in the fixed widths of :data:`STREAM_WIDTHS`; a skipped check's row
+    is followed by a line saying what is missing and the command that installs it."""
+    row = _stream_line(table_rows([o])[0])
+    return row + (f"\n    {skip_note(o)}" if o.status == "skipped" else "")
+
+
+def skip_note(o) -> str:
+    """``skipped: scikit-image (module skimage) is not installed; install it with: pip install 'theorylab[real]'``
+    for a skipped check (an :class:`Outcome`) or figure (a dict with ``missing_dependency`` and ``install``)."""
+    get = o.get if isinstance(o, dict) else lambda k: getattr(o, k, None)
+    return f"skipped: {get('missing_dependency')} is not installed; install it with: {get('install')}"
+
+
+def skipped_figures(meta: dict) -> dict:
+    """The run's skipped figures (``meta['figure_skipped']``): id -> {missing_dependency, install}."""
+    return dict(meta.get("figure_skipped") or {})
+
+
+def install_commands(outcomes: list[Outcome], meta: dict) -> list[str]:
+    """The distinct commands that would install what the skipped checks and figures need, in order."""
+    cmds = [o.install for o in outcomes if o.status == "skipped" and o.install]
+    cmds += [f.get("install") for f in skipped_figures(meta).values() if f.get("install")]
+    return list(dict.fromkeys(cmds))
 
 
 def json_line(obj) -> str:
@@ -125,7 +146,14 @@ def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
 def summary_line(outcomes: list[Outcome], meta: dict) -> str:
     """The run's one-line summary, with the same times as REPORT.md and report.json."""
     s = summarize(outcomes)
-    return ", ".join(f"{v} {k}" for k, v in s.items()) + f"  ({timing(meta)})"
+    line = ", ".join(f"{v} {k}" for k, v in s.items())
+    n_figs = len(skipped_figures(meta))
+    if n_figs:
+        line += f", {n_figs} figure{'s' if n_figs > 1 else ''} skipped"
+    cmds = install_commands(outcomes, meta)
+    if cmds:
+        line += " (to run them: " + "; ".join(cmds) + ")"
+    return line + f"  ({timing(meta)})"
 
 
 def timing(meta: dict) -> str:
@@ -212,6 +240,8 @@ def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
     md = [f"## `{o.id}` — {o.status}", "", f"*{o.paper} {o.equation}* — {o.statement}", ""]
     if o.status == "missing":
         return md + ["Not implemented yet.", ""]
+    if o.status == "skipped":
+        return md + [f"Skipped: {o.missing_dependency} is not installed. Install it with `{o.install}`.", ""]
     md += [f"- measured: {fmt(o.measured)}; expected: {fmt(o.expected)}; miss {fmt_miss(o.miss, ' tolerances')}",
            f"- tolerance: {fmt(o.tolerance)} — {o.tolerance_reason}",
            f"- negative control ({o.negative_control}): {o.negative_control_result}"
@@ -242,6 +272,22 @@ def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
     return md
 
 
+def _md_skipped(outcomes: list[Outcome], meta: dict) -> list[str]:
+    """The "Skipped" section: each skipped check and figure, what it needs and the command that installs it."""
+    checks = [o for o in outcomes if o.status == "skipped"]
+    figs = skipped_figures(meta)
+    if not checks and not figs:
+        return []
+    md = ["## Skipped", "", "These need an optional package that is not installed here (an extra of theorylab, see "
+          "the README's install section); they did not run and do not count as failures. To run them: "
+          + "; ".join(f"`{c}`" for c in install_commands(outcomes, meta)) + ".", "",
+          "| check or figure | needs (not installed) | install with |", "|---|---|---|"]
+    md += [f"| `{o.id}` | {_cell(o.missing_dependency)} | `{o.install}` |" for o in checks]
+    md += [f"| figure `{fid}` | {_cell(f.get('missing_dependency'))} | `{f.get('install')}` |"
+           for fid, f in figs.items()]
+    return md + [""]
+
+
 def _md_figure(fid: str, f: dict) -> list[str]:
     return [f"![{fid}](figs/{fid}.png)", "", f"*Figure `{fid}` ({f['answers']}): {f['caption']}*", ""]
 
@@ -258,8 +304,9 @@ def write_markdown(report_dir: Path, outcomes: list[Outcome], meta: dict, figure
         "Statuses: `pass` the claim holds within tolerance (for every seed) and its negative control fails; "
         "`refuted` the claim as stated does not hold here (a finding, argued below; its positive control shows "
         "the comparison can say 'holds'); `reported` a conjecture or open law, or a claim that holds for some "
-        "seeds only: numbers without verdict; `fail` the check is broken; `missing` not implemented. "
-        "A status `pass 3/3` says for how many seeds the claim held.", "",
+        "seeds only: numbers without verdict; `fail` the check is broken; `missing` not implemented; "
+        "`skipped` it needs an optional package that is not installed (the section says which, and the command "
+        "that installs it). A status `pass 3/3` says for how many seeds the claim held.", "",
         "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER),
     ]
     md += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in table_rows(outcomes)]
@@ -268,6 +315,7 @@ def write_markdown(report_dir: Path, outcomes: list[Outcome], meta: dict, figure
         md += ["Plugins loaded: " + ", ".join(f"`{p}`" for p in meta["plugins"]), ""]
     for fid, err in (meta.get("figure_errors") or {}).items():
         md.append(f"- **figure `{fid}` failed**: `{err}`")
+    md += _md_skipped(outcomes, meta)
     md += _md_controls(outcomes)
     shown: set = set()
     for o in outcomes:

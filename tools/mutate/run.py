@@ -34,7 +34,7 @@ from tools.mutate import targets as tg
 from tools.mutate.judge import EXCLUDED_TESTS
 from tools.mutate.mutants import Mutant, generate
 
-#: the numerical modules of sims/ mutated by default besides theory/ (issue 15 §3)
+#: the numerical modules of sims/ mutated by default besides theory/ (docs/mutation.md)
 NUMERIC_SIMS = ("sims/random_matrix.py", "sims/jacobian.py", "sims/spd.py", "sims/multiview/learner.py",
                 "sims/multiview/train.py")
 EQUIVALENT_FILE = Path(__file__).with_name("equivalent.toml")

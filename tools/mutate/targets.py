@@ -11,8 +11,8 @@ tests and checks that EXECUTED the code it changes, as recorded by the traced ba
 * a mutant at module level (a constant, a class attribute): every test file and check module that imports
   the module, directly or through others (the static import graph below).
 
-A mutant that nothing executes is not run at all: it is reported as ``uncovered`` (a survivor), the
-"public function that nothing uses or checks" of issue 15.
+A mutant that nothing executes is not run at all: it is reported as ``uncovered`` (a survivor): it
+sits in a function that nothing uses or checks.
 """
 from __future__ import annotations
 

@@ -56,8 +56,9 @@ def _random_problems(rng, count: int, nmax: int, kmax: float):
 
 
 def _singular_cases(rng, count: int, planted: bool, worst: dict) -> dict:
-    """Exactly singular Cov with logit scales over 6 decades (issue 13 §1): R against the planted floors, a
-    least-squares fit on sampled logits (κ_r·ε units) and Eq 5's exact solver at small λ (rounding units)."""
+    """Exactly singular Cov with logit scales over 6 decades (where the earlier √ε null-weight rule and pivot-only
+    Cholesky test gave exact combinations nonzero floors): R against the planted floors, a least-squares fit on
+    sampled logits (κ_r·ε units) and Eq 5's exact solver at small λ (rounding units)."""
     zeros = nonzeros = 0
     for s in range(count):
         W, m, truth = singular_logit_model(rng, spread=3.0, mean=1.0)

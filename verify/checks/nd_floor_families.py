@@ -1,4 +1,4 @@
-"""The heterogeneous singular families of ND issue 25 §1 and the floor's definition as a judge.
+"""Singular covariances whose categories' scales and offsets differ by decades, and the floor's definition as a judge.
 
 The error floor of ND A15/A28–A33 is a minimum over θ, so it is never above the error of any θ the library can
 produce: :func:`floor_excess` measures a reported floor against least squares (on the logits and on a square root of
@@ -28,8 +28,9 @@ def _correlation_kappa(c: np.ndarray) -> float:
 
 
 def heterogeneous_floor_family(rng, k: int, kind: str):
-    """(C, root, label): a covariance whose categories' signal and offset scales differ by 6 decades
-    (issue 25 §1), built as a user builds it (``second_moment`` on the logits, or the population E[f fᵀ]).
+    """(C, root, label): a covariance whose categories' signal and offset scales differ by 6 decades (the family
+    that broke the earlier one-level rounding cut-off of ``error_floor``), built as a user builds it
+    (``second_moment`` on the logits, or the population E[f fᵀ]).
 
     ``kind`` = "offsets": N = n − k samples (k = 0: N = 5n) of f_j = a_j ξ_j + b_j, a_j and |b_j| = 10^U(−3, 3)
     independently (a classifier's logits have per-category offsets): null space of dimension k. "sampled":
@@ -111,7 +112,7 @@ def zero_pattern_violations(C: np.ndarray, R: np.ndarray, root: np.ndarray, k: i
 
 
 def _heterogeneous_cases(rng, count: int, planted: bool) -> dict:
-    """Issue 25 §1: the floor is never above the error of a θ the package itself produces (least squares on a square
+    """The floor is never above the error of a θ the package itself produces (least squares on a square
     root of Cov, CovLasso at ρ = 1e-12), on covariances with null spaces of dimension 0–3 and categories whose
     signal and offset scales differ by 6 decades; nonzero floors of the full-rank ones against 50-digit mpmath."""
     from sims.nd_models import mp_floors

@@ -1,4 +1,4 @@
-"""RD checks (1/2): Rank Diminishing in Deep Neural Networks (seed 004).
+"""RD checks (1/2): Rank Diminishing in Deep Neural Networks.
 
 Numerical rank (Eq 4, Thm 1), partial Jacobian rank (Eq 5, Lemma 2), monotone depth (Thm 2 / Eq 7),
 structural impetus (Thm 3 / Fig 3) and Marchenko–Pastur (Sec 3.1); the claims about products of many
@@ -334,8 +334,8 @@ def _si_sensitivity(d, st, seed):
                      "and 'modestly' have no threshold in the paper: the sizes are reported",
     negative_control="bug: Fig 3's BatchNorm measured after model.eval() (a calibration pass over the batch, "
                      "trained-like affine weights γ = exp(0.25·N(0,1))): the layer is then a per-channel affine map, "
-                     "invertible, and must not be found to lose rank. Under the comparison before issue 24 (any drop "
-                     "of Rank_ε counts) it was found to lose rank (PCA dimension 1006 → 1004 at C = 16)",
+                     "invertible, and must not be found to lose rank. Under the earlier comparison without a noise "
+                     "floor (any drop of Rank_ε counts) it was found to lose rank (PCA dimension 1006 → 1004 at C = 16)",
     positive_control="the same experiment (the library's FC layer built by component('fc'), then a component) with a "
                      "1×1 convolution whose C×C weight has rank ⌈C/2⌉ (a planted channel bottleneck) must be found "
                      "to lose rank; and that FC layer — the construction the 'fc' component shares — must be the "

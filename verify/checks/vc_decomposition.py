@@ -1,6 +1,6 @@
 """VC check ``vc.decomposition``: Σ_T = Σ_B + Σ_W (Eq 7), the one-pass Σ_W, Σ_B, Σ_T (Eq 1–3) against two
 passes at any offset and scale, and the values of every public metric on them (Def 5.3, Thm 5.1/5.2, Eq 4,
-Sec 3.2, Fig 1) against closed forms (issue 25).
+Sec 3.2, Fig 1) against closed forms.
 
 ``compare(ctx, planted, positive=False)``: the claim, the negative control (``planted``), the positive control.
 Other VC checks: ``vc``, ``vc_invariance``, ``vc_stability``, ``vc_tables``.
@@ -41,8 +41,8 @@ def _raw_moments(H, y, K, b):
 def _no_origin(H, y, K, b):
     """The planted accumulator: Chan et al.'s pairwise-centred update (each batch centred on its own class means,
     merged with the rank-m correction n_a n_b/(n_a+n_b) δδᵀ) *without* an origin, i.e. the class means of h
-    itself: the library before issue 25. Exact in algebra and free of raw-moment cancellation, but the means
-    and the merge deltas carry ε·|μ| ≈ ε·offset, so Σ_B and Σ_T are off by ~c·ε at an offset c·spread."""
+    itself: the library's earlier accumulator (before ClassStats kept an origin). Exact in algebra and free of
+    raw-moment cancellation, but the means and the merge deltas carry ε·|μ| ≈ ε·offset, so Σ_B and Σ_T are off by ~c·ε at an offset c·spread."""
     p = H.shape[1]
     cnt, mu, m2 = np.zeros(K), np.zeros((K, p)), np.zeros((p, p))
     for s in range(0, len(y), b):
@@ -202,7 +202,7 @@ def _metric_values(rng, quick):
                      "known Σ_B, Σ_W, relative error ≤ 1e-12 (measured ≤ 3e-15: the data's rounding times "
                      "λ_max/λ_min ≤ 10); a formula slip moves a metric by O(1/K) or more",
     negative_control="the pairwise-centred accumulator without an origin (Chan et al.'s update on the class means "
-                     "of h itself, the library before issue 25): exact in algebra, so the sympy side holds, but "
+                     "of h itself, the library's earlier accumulator): exact in algebra, so the sympy side holds, but "
                      "its means carry ε·offset, so Σ_B and Σ_T drift at features far from zero (post-ReLU "
                      "activations); the same data also measure raw moments, the N−1 normaliser and the "
                      "unweighted Σ_B, and the closed-form data measure each metric's formula slips",
@@ -216,7 +216,7 @@ def decomposition(ctx, planted, positive=False):
 
     Part 1: sympy's residual ≡ 0, and :class:`ClassStats` streamed in batches and merged against a two-pass
     reference (:func:`_reference`), balanced and imbalanced, at offsets c = 1e0 … 1e8 times each feature's
-    spread and 2^±400 scales. Part 2 (issue 25, the metrics' values): VCI (Def 5.3), Tr[Σ_T†Σ_B] (Thm 5.2),
+    spread and 2^±400 scales. Part 2 (the metrics' values, each pinned): VCI (Def 5.3), Tr[Σ_T†Σ_B] (Thm 5.2),
     fuzziness and the cosine metric (Sec 3.2), squared distance (Eq 4), the probe loss (Thm 5.1) and the V_B
     split (Fig 1), each through the library's public functions (``vci``, ``metrics`` …) on data whose Σ_B and
     Σ_W are chosen (:func:`_designed`). It belongs here because this claim is the one that fixes what Σ_W, Σ_B
