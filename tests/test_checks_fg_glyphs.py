@@ -1,0 +1,63 @@
+"""fg.label_granularity (verify/checks/fg_glyphs.py): the judge on made-up correctness arrays, the hard-class
+definition, the linear probe, the positive control, and a planted probe bug that must turn it to fail."""
+import numpy as np
+import pytest
+
+from sims.glyphs import probe
+from tests.helpers import run_quick
+from verify import registry
+from verify.checks import fg_glyphs as G
+
+
+def _arrays(acc_easy, acc_hard, n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    hard = np.arange(n) % 2 == 0
+    out = {}
+    for lv, (e, h) in zip(("script", "base", "fine"), zip(acc_easy, acc_hard)):
+        u = rng.random(n)
+        out[lv] = np.where(hard, u < h, u < e)
+    return out, hard
+
+
+def test_judge_holds_when_accuracy_grows_most_on_hard_samples():
+    c, hard = _arrays((0.9, 0.93, 0.95), (0.4, 0.7, 0.8))
+    assert G.judge_granularity(c, hard)["holds"]
+
+
+def test_judge_fails_without_growth_or_when_the_gain_is_on_easy_samples():
+    c, hard = _arrays((0.9, 0.9, 0.9), (0.6, 0.6, 0.6))
+    assert not G.judge_granularity(c, hard)["holds"]
+    c, hard = _arrays((0.5, 0.8, 0.95), (0.8, 0.8, 0.82))
+    v = G.judge_granularity(c, hard)
+    assert v["miss"]["largest on hard"] > 1 and not v["holds"]
+
+
+def test_linear_probe_separates_separable_classes_and_chooses_a_penalty():
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 20)
+    X = np.eye(4)[y] * 3 + 0.2 * rng.normal(size=(80, 4))
+    r = probe.linear_probe(X, y * 10, X, y * 10)
+    assert r["acc"] == 1.0 and r["l2"] in probe.L2_GRID and set(r["pred"]) <= {0, 10, 20, 30}
+
+
+def test_positive_control_holds():
+    r = G.label_granularity(registry.Context(check_id="fg.label_granularity", quick=True), False, positive=True)
+    assert r.holds
+
+
+def test_planted_probe_bug_breaks_the_positive_control(monkeypatch):
+    orig = G.linear_probe
+
+    def bad(Ftr, ytr, Fte, yte, **k):  # the probe fit on shuffled training labels
+        return orig(Ftr, np.random.default_rng(0).permutation(ytr), Fte, yte, **k)
+    monkeypatch.setattr(G, "linear_probe", bad)
+    r = G.label_granularity(registry.Context(check_id="fg.label_granularity", quick=True), False, positive=True)
+    assert not r.holds
+
+
+@pytest.mark.slow
+def test_quick_run_with_its_controls(tmp_path):
+    out = run_quick("fg.label_granularity", tmp_path=tmp_path)
+    assert out.status in ("pass", "reported", "refuted"), out.error
+    assert out.negative_control_result == "failed as it should"
+    assert out.positive_control_result == "held as it should"

@@ -1,0 +1,89 @@
+"""vc.training_collapse and vc.transfer_correlation (verify/checks/vc_glyphs.py): the judges on made-up curves and
+correlations, the positive controls through theory.collapse, and planted library bugs that must turn them to fail."""
+import importlib
+
+import numpy as np
+import pytest
+
+from tests.helpers import run_quick
+from theory import collapse as vc
+from verify import registry
+from verify.checks import vc_glyphs as G
+
+M = importlib.import_module("theory.collapse.metrics")
+
+
+def test_trend_reads_a_decrease_with_one_inversion_and_rejects_flat_or_rising_curves():
+    assert G.trend([1.0, 0.8, 0.6, 0.5])["holds"]
+    assert G.trend([1.0, 0.7, 0.75, 0.5])["holds"]          # one adjacent inversion: ρ = −0.8
+    assert not G.trend([1.0, 0.99, 0.985, 0.98])["holds"]   # monotone but a 2 % drop
+    assert not G.trend([0.5, 0.6, 0.8, 1.0])["holds"]
+    assert not G.trend([0.9, 1.0, 0.5, 0.6])["holds"]        # ρ = −0.6: two inversions
+
+
+def test_r_crit_is_the_one_sided_five_percent_value():
+    assert G.r_crit(6) == pytest.approx(0.729, abs=1e-3)
+    assert G.r_crit(3) == pytest.approx(0.988, abs=1e-3)
+
+
+def test_judge_transfer_needs_significant_positive_vci_r_in_both_groups():
+    x = np.linspace(0.1, 0.6, 6)
+    Mx = np.column_stack([x, -x, x ** 2, np.sin(x)])
+    ok = G.judge_transfer({"tau": (Mx, 2 * x), "lambda": (Mx, 3 * x)})
+    assert ok["holds"] and not ok["refuted"] and ok["miss"] <= 1
+    neg = G.judge_transfer({"tau": (Mx, 2 * x), "lambda": (Mx, -3 * x)})
+    assert not neg["holds"] and neg["refuted"]
+    flat = G.judge_transfer({"tau": (Mx, 2 * x), "lambda": (Mx, np.array([0, 1, 0, 1, 0, 1.0]))})
+    assert not flat["holds"] and not flat["refuted"]
+
+
+def test_paper_table_gives_the_papers_signs():
+    r = G.paper_correlations()
+    assert r["tau"]["vci"] > 0.9 and r["lambda"]["vci"] > 0.9
+    for m in ("fuzziness", "squared_distance", "cosine_similarity"):
+        assert np.sign(r["tau"][m]) != np.sign(r["lambda"][m])
+
+
+def _ctx(check_id):
+    return registry.Context(check_id=check_id, quick=True, seed=0)
+
+
+def test_collapse_positive_control_holds():
+    r = G.training_collapse(_ctx("vc.training_collapse"), False, positive=True)
+    assert r.holds and r.miss <= 1
+
+
+def test_planted_vci_complement_breaks_the_collapse_positive_control(monkeypatch):
+    orig = M.vci
+    bad = lambda *a, **k: 1.0 - orig(*a, **k)  # noqa: E731
+    monkeypatch.setattr(M, "vci", bad)
+    monkeypatch.setattr(vc, "vci", bad)
+    assert not G.training_collapse(_ctx("vc.training_collapse"), False, positive=True).holds
+
+
+def test_planted_mlog_sign_breaks_the_transfer_positive_control(monkeypatch):
+    rng = np.random.default_rng(0)
+    Mx = np.column_stack([np.linspace(0.2, 0.7, 6), rng.random((6, 3))])
+    groups = {"tau": (Mx, None), "lambda": (Mx[::-1], None)}
+    assert G.judge_transfer(G._constructed_groups(np.random.default_rng(1), groups))["holds"]
+    orig = vc.mlog
+    monkeypatch.setattr(vc, "mlog", lambda d, p, percent=False: -orig(d, p, percent))
+    assert not G.judge_transfer(G._constructed_groups(np.random.default_rng(1), groups))["holds"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cid", ["vc.training_collapse", "vc.transfer_correlation"])
+def test_quick_run_reports_with_its_controls(cid, tmp_path):
+    out = run_quick(cid, tmp_path=tmp_path)
+    assert out.status in ("pass", "reported", "refuted"), out.error
+    assert out.negative_control_result == "failed as it should"
+    assert out.positive_control_result == "held as it should"
+
+
+@pytest.mark.slow
+def test_planted_library_bug_turns_the_quick_collapse_verdict_to_fail(monkeypatch, tmp_path):
+    orig = M.vci
+    bad = lambda *a, **k: 1.0 - orig(*a, **k)  # noqa: E731
+    monkeypatch.setattr(M, "vci", bad)
+    monkeypatch.setattr(vc, "vci", bad)
+    assert run_quick("vc.training_collapse", tmp_path=tmp_path).status == "fail"
