@@ -1,0 +1,224 @@
+"""sims.geometry: one streaming pass over a torch model's named layers → the metrics of theory.geometry, equal to
+the metrics computed on the kept activations; merges in any order equal one pass; CKA of a model with itself is 1
+and with a random network well below 1; clear errors (unknown layers, misaligned streams, n < 4 debiased CKA);
+float32 activations at a large offset; inputs not mutated."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from sims.geometry import all_metrics, capture, cka_matrix, compare_models, merge_all
+from sims.geometry.metrics import layer_metrics
+from theory.collapse import ClassStats, vci
+from theory.geometry import (cdnv, effective_rank, linear_cka, nc1, nc2, participation_ratio, rankme,
+                             stable_rank)
+
+LAYERS = ["0", "2", "4"]
+
+
+def net(seed=0, width=24):
+    g = torch.Generator().manual_seed(seed)
+    m = torch.nn.Sequential(torch.nn.Linear(6, width), torch.nn.Tanh(), torch.nn.Linear(width, 12), torch.nn.ReLU(),
+                            torch.nn.Linear(12, 4))
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.7)
+    return m
+
+
+def data(n=240, seed=1, offset=0.0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 6, generator=g) + offset
+    y = torch.randint(0, 4, (n,), generator=g)
+    return X, y
+
+
+def batches(X, y, b=32):
+    return [(X[i:i + b], y[i:i + b], torch.arange(i, min(i + b, len(X)))) for i in range(0, len(X), b)]
+
+
+def acts(m, X):
+    with torch.no_grad():
+        return {"0": m[0](X).double().numpy(), "2": m[:3](X).double().numpy(), "4": m(X).double().numpy()}
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+def test_streamed_metrics_equal_the_metrics_of_the_kept_activations():
+    m = net()
+    X, y = data()
+    st = capture(m, batches(X, y), LAYERS, n_classes=4, progress=False)
+    H = acts(m, X)
+    res = all_metrics(st)
+    yy = y.numpy()
+    for k in LAYERS:
+        r = res[k]
+        assert r["n"] == 240 and r["p"] == H[k].shape[1]
+        assert rel(r["effective_rank"], effective_rank(H[k])) < 1e-10
+        assert rel(r["stable_rank"], stable_rank(H[k])) < 1e-10
+        assert rel(r["participation_ratio"], participation_ratio(H[k])) < 1e-10
+        assert rel(r["rankme"], rankme(H[k])) < 1e-7  # σ from the eigenvalues of ZᵀZ: √ε resolution
+        assert rel(r["nc1"], nc1(H[k], yy, weighting="sample")) < 1e-9
+        assert rel(r["vci"], vci(ClassStats.from_features(H[k], yy, 4))) < 1e-9
+        assert rel(r["cdnv"], cdnv(H[k], yy)["mean"]) < 1e-10
+        assert rel(r["nc2"]["etf_distance"], nc2(H[k], yy, weighting="class")["etf_distance"]) < 1e-10
+    for deb in (False, True):
+        ck = cka_matrix(st, debiased=deb)
+        assert ck["layers"] == LAYERS
+        for i in range(3):
+            for j in range(3):
+                assert rel(ck["matrix"][i][j], linear_cka(H[LAYERS[i]], H[LAYERS[j]], debiased=deb)) < 1e-10
+
+
+def test_shards_merged_in_any_order_equal_one_pass():
+    m = net()
+    X, y = data(n=400, offset=5.0)
+    whole = capture(m, batches(X, y, 400), LAYERS, n_classes=4, progress=False)
+    shards = [capture(m, batches(X[i:i + 50], y[i:i + 50], 16), LAYERS, n_classes=4, progress=False)
+              for i in range(0, 400, 50)]
+    rng = np.random.default_rng(0)
+    ref = cka_matrix(whole, debiased=True)["matrix"]
+    ref_m = all_metrics(whole)
+    for _ in range(4):
+        order = rng.permutation(len(shards))
+        st = shards[order[0]]
+        for i in order[1:]:
+            st = st.merge(shards[i])
+        assert st.n == 400
+        got = cka_matrix(st, debiased=True)["matrix"]
+        assert max(rel(got[i][j], ref[i][j]) for i in range(3) for j in range(3)) < 1e-12
+        mm = all_metrics(st)
+        for k in LAYERS:
+            for key in ("effective_rank", "participation_ratio", "nc1", "cdnv"):
+                assert rel(mm[k][key], ref_m[k][key]) < 1e-11, (k, key)
+    tree = merge_all([shards[i] for i in rng.permutation(len(shards))])
+    assert rel(layer_metrics(tree, "2")["stable_rank"], ref_m["2"]["stable_rank"]) < 1e-12
+    # the state pickles (Dask ships it between workers) and merging does not change its operands
+    a = pickle.loads(pickle.dumps(shards[0]))
+    before = a.layers["2"]["C"].copy()
+    a.merge(shards[1])
+    assert np.array_equal(a.layers["2"]["C"], before)
+
+
+def test_float32_activations_at_a_large_offset_keep_two_pass_accuracy():
+    """Features 1e5 away from zero in float32: the shifted sums give the float64 two-pass numbers of the same
+    float32 activations; raw Σhhᵀ − nμμᵀ (the negative control) loses most digits."""
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(2000, 8, generator=g) @ torch.randn(8, 8, generator=g)
+    lin = torch.nn.Identity()
+    Xf = (base + 1e5).float()
+    st = capture(torch.nn.Sequential(lin), [Xf[i:i + 100] for i in range(0, 2000, 100)], ["0"], pairs=None,
+                 progress=False)
+    H = Xf.double().numpy()
+    assert rel(layer_metrics(st, "0")["effective_rank"], effective_rank(H)) < 1e-10
+    S2, s1 = H.T @ H, H.sum(0)
+    naive = (S2 - np.outer(s1, s1) / len(H))
+    C = np.cov(H.T, bias=True) * len(H)
+    lam_naive = np.clip(np.linalg.eigvalsh(naive), 0, None)
+    lam = np.linalg.eigvalsh(C)
+    assert np.max(np.abs(lam_naive - lam)) / lam.max() > 1e-9  # the raw sums lose at least 1e-9
+
+
+def test_model_compared_with_itself_is_one_and_with_a_random_network_well_below():
+    X, y = data(n=300)
+    a, b = net(0), net(7, width=24)
+    same = compare_models(a, net(0), batches(X, y), ["0", "2"], progress=False)["block"]
+    for i in range(2):
+        assert abs(same["matrix"][i][i] - 1.0) < 1e-12
+    other = compare_models(a, b, batches(X, y), ["2"], progress=False)["block"]
+    assert other["matrix"][0][0] < 0.8
+    # two streams aligned by sample id give the same numbers as one shared stream
+    two = compare_models(a, b, None, ["2"], streams=(batches(X, y), batches(X, y)), progress=False)["block"]
+    assert rel(two["matrix"][0][0], other["matrix"][0][0]) < 1e-14
+
+
+def test_misaligned_streams_are_an_error():
+    X, y = data(n=64)
+    a = net(0)
+    bs = batches(X, y, 16)
+    shuffled = [(x, yy, ids.flip(0)) for x, yy, ids in bs]
+    with pytest.raises(ValueError, match="sample ids differ at sample 0"):
+        compare_models(a, net(1), None, ["2"], streams=(bs, shuffled), progress=False)
+    with pytest.raises(ValueError, match="ended after 48 samples"):
+        compare_models(a, net(1), None, ["2"], streams=(bs, bs[:3]), progress=False)
+
+
+def test_unknown_layer_names_list_the_available_ones():
+    with pytest.raises(ValueError, match=r"layer '9' does not exist in Sequential.*available: 0, 1, 2, 3, 4"):
+        capture(net(), [torch.zeros(4, 6)], ["9"], progress=False)
+    with pytest.raises(ValueError, match="closest names"):
+        capture(torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(2, 2))), [torch.zeros(4, 2)], ["0.1"],
+                progress=False)
+
+
+class Blocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 5, 3, padding=1)
+        self.act = torch.nn.ReLU()  # shared: called twice per pass
+        self.attn = torch.nn.MultiheadAttention(5, 1, batch_first=True)
+        self.head = torch.nn.Linear(5, 3)
+
+    def forward(self, x):
+        h = self.act(self.conv(x))
+        t = h.flatten(2).transpose(1, 2)
+        a, _ = self.attn(t, t, t)
+        return self.head(self.act(a).mean(1))
+
+
+def test_tuple_outputs_pooling_flattening_and_reused_modules():
+    torch.manual_seed(0)
+    m = Blocks()
+    xs = [torch.randn(8, 3, 6, 6) for _ in range(3)]
+    with pytest.warns(UserWarning, match="ran 2 times"):
+        st = capture(m, xs, ["conv", "attn", "attn@1", "act", "head:input"], pool={"conv": "flatten"},
+                     progress=False)
+    assert st.dims == {"conv": 5 * 36, "attn": 5, "attn@1": 36, "act": 5, "head:input": 5}
+    assert st.reused == {"act": 2}
+    assert layer_metrics(st, "act")["reused_calls"] == 2
+    # the pooled attention output is the mean over tokens of the first element of the tuple
+    with torch.no_grad():
+        t = m.act(m.conv(xs[0])).flatten(2).transpose(1, 2)
+        want = m.attn(t, t, t)[0].mean(1)
+    one = capture(m, xs[:1], ["attn"], pairs=None, progress=False)
+    assert torch.allclose(torch.as_tensor(one.cross_moments("attn").mean_x), want.double().mean(0), atol=1e-6)
+    with pytest.raises(ValueError, match="exceed max_features = 100.*pool it"):
+        capture(m, xs, ["conv"], pool="flatten", max_features=100, progress=False)
+    with pytest.raises(ValueError, match="@5 is not an index"):
+        capture(m, xs, ["attn@5"], progress=False)
+
+
+def test_undefined_metrics_are_errors_never_nan():
+    m = net()
+    X, y = data(n=3)
+    st = capture(m, [(X, y)], LAYERS, n_classes=4, progress=False)
+    ck = cka_matrix(st, debiased=True)
+    assert ck["matrix"][0][1] is None and "at least 4 samples" in ck["errors"]["0|2"]
+    r = layer_metrics(st, "2")
+    assert "error" in r["nc1"] and "class" in r["nc1"]["error"]  # with 3 samples a class is empty
+    flat = [v for v in r.values() if isinstance(v, float)]
+    assert all(np.isfinite(flat))
+    one = capture(m, [X[:1]], LAYERS, progress=False)
+    with pytest.raises(ValueError, match="at least 2"):
+        layer_metrics(one, "2")
+    with pytest.raises(ValueError, match="empty"):
+        capture(m, [], LAYERS, progress=False)
+    with pytest.raises(ValueError, match="non-finite"):
+        capture(m, [torch.full((4, 6), float("nan"))], LAYERS, progress=False)
+
+
+def test_inputs_are_not_mutated_and_labels_are_checked():
+    m = net()
+    X, y = data(n=64)
+    X0, y0 = X.clone(), y.clone()
+    w0 = [p.detach().clone() for p in m.parameters()]
+    capture(m, batches(X, y), LAYERS, n_classes=4, progress=False)
+    assert torch.equal(X, X0) and torch.equal(y, y0)
+    assert all(torch.equal(a, b) for a, b in zip(w0, m.parameters()))
+    with pytest.raises(ValueError, match=r"label 3 is outside \[0, 3\)"):
+        capture(m, batches(X, y), LAYERS, n_classes=3, progress=False)
