@@ -1,4 +1,4 @@
-"""Library bugs an independent review planted in ND and VC that used to publish a wrong `refuted` (a positive control
+"""Library bugs planted in ND and VC that used to publish a wrong `refuted` (a positive control
 that never ran the library said 'holds', the claim failed): a refutation without a finding is now a `fail`."""
 import numpy as np
 
