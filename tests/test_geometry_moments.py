@@ -172,3 +172,15 @@ def test_offset_accuracy_against_extended_precision():
             ref = longdouble_cka(X, Y, d)
             assert abs(linear_cka(X, Y, d) - ref) <= 5e-15 * abs(ref), (seed, d)
             assert abs(CrossMoments.from_data(X, Y, batch=256).cka(d) - ref) <= 5e-15 * abs(ref), (seed, d)
+
+
+def test_from_state_round_trip_and_checks():
+    X, Y = data(13, n=40)
+    m = CrossMoments.from_data(X, Y, batch=9)
+    back = CrossMoments.from_state(m.n, m.ox, m.oy, m.ex, m.ey, m.sums)
+    assert back.cka(True) == m.cka(True) and back.merge(m).n == 80
+    assert back.sums["cxx"] is not m.sums["cxx"]
+    with pytest.raises(ValueError, match="sums: cxy has shape"):
+        CrossMoments.from_state(m.n, m.ox, m.oy, m.ex, m.ey, {**m.sums, "cxy": m.sums["cxy"].T})
+    with pytest.raises(ValueError, match="sums: missing"):
+        CrossMoments.from_state(m.n, m.ox, m.oy, m.ex, m.ey, {"sx": m.sums["sx"]})

@@ -31,6 +31,7 @@ import numpy as np
 from theory.geometry._inputs import centre_scale_mean, features, same_rows, scaled_difference
 
 _LOW = -100_000  # the exponent of a side with no spread yet (all its stored values are zero)
+NO_SPREAD = _LOW  # public name of that sentinel, for code that assembles a CrossMoments with from_state
 _NAMES = ("sx", "sy", "cxx", "cyy", "cxy", "uxx", "uyy", "uxy", "uyx", "wxx", "wyy", "wxy")
 _ORDERS = {"sx": (1, 0), "sy": (0, 1), "cxx": (2, 0), "cyy": (0, 2), "cxy": (1, 1), "uxx": (3, 0),
            "uyy": (0, 3), "uxy": (1, 2), "uyx": (2, 1), "wxx": (4, 0), "wyy": (0, 4), "wxy": (2, 2)}
@@ -90,6 +91,11 @@ class CrossMoments:
     samples (any real dtype, used in float64); ``merge(other)`` returns the accumulator of both data sets
     (neither operand changes); ``cka(debiased=False)`` and ``hsic(debiased=False)`` (:mod:`theory.geometry.cka`);
     ``centred()`` the sums about the sample means.
+
+    State (what :meth:`from_state` takes): ``n``; origins ``ox`` (p,), ``oy`` (q,) in the features' units;
+    exponents ``ex``, ``ey`` (``NO_SPREAD`` for a side whose stored values are all zero); ``sums``, the dict of
+    the module doc (keys sx, sy, cxx, cyy, cxy, uxx, uyy, uxy, uyx, wxx, wyy, wxy) of x̃ = (x − ox)·2^−ex,
+    ỹ = (y − oy)·2^−ey.
     """
 
     def __init__(self, n_x_features: int, n_y_features: int):
@@ -153,6 +159,29 @@ class CrossMoments:
         self.sums = {k: a_s[k] + b_s[k] for k in _NAMES}
         self.n += b.n
         self.ex, self.ey = ex, ey
+
+    @classmethod
+    def from_state(cls, n: int, ox, oy, ex: int, ey: int, sums: dict) -> "CrossMoments":
+        """A CrossMoments from sums accumulated elsewhere (e.g. on a device, or for many layer pairs at once),
+        in the layout of the class doc; shapes and keys are checked, the arrays copied."""
+        ox, oy = np.array(ox, dtype=np.float64).ravel(), np.array(oy, dtype=np.float64).ravel()
+        out = cls(ox.size, oy.size)
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n: must be an integer >= 0, got {n!r}")
+        missing = set(_NAMES) - set(sums)
+        if missing:
+            raise ValueError(f"sums: missing {sorted(missing)}")
+        p, q = out.p, out.q
+        shapes = {"sx": (p,), "sy": (q,), "cxx": (p, p), "cyy": (q, q), "cxy": (p, q), "uxx": (p,), "uyy": (q,),
+                  "uxy": (p,), "uyx": (q,), "wxx": (), "wyy": (), "wxy": ()}
+        new = {}
+        for k, shp in shapes.items():
+            v = np.array(sums[k], dtype=np.float64)
+            if v.shape != shp:
+                raise ValueError(f"sums: {k} has shape {v.shape}, expected {shp} (p = {p}, q = {q})")
+            new[k] = v if shp else float(v)
+        out.n, out.ox, out.oy, out.ex, out.ey, out.sums = int(n), ox, oy, int(ex), int(ey), new
+        return out
 
     def copy(self) -> "CrossMoments":
         out = CrossMoments(self.p, self.q)
