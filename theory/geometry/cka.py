@@ -2,12 +2,12 @@
 
 Definitions (K = XXᵀ, L = YYᵀ the linear-kernel Gram matrices of n samples, H = I − 11ᵀ/n):
 
-* biased HSIC (Gretton et al. 2005; Kornblith et al. 2019, Eq 3): HSIC₀ = tr(KHLH)/(n − 1)²
+* biased HSIC (Gretton et al. 2005; Kornblith et al. 2019, Sec 3): HSIC₀ = tr(KHLH)/(n − 1)²
   = ‖X_cᵀY_c‖_F²/(n − 1)², X_c, Y_c the column-centred data;
-* unbiased HSIC (Song et al. 2012, Thm 2; used for "debiased CKA" by Nguyen et al. 2021, Eq 4), with
+* unbiased HSIC (Song et al. 2012, Thm 2; used for "debiased CKA" by Nguyen et al. 2021, minibatch CKA), with
   K̃, L̃ the Gram matrices with zeroed diagonals:
       HSIC₁ = [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1/((n − 1)(n − 2)) − 2/(n − 2)·1ᵀK̃L̃1] / (n(n − 3)),   n ≥ 4;
-* CKA = HSIC(X, Y)/√(HSIC(X, X)·HSIC(Y, Y)) (Kornblith et al. 2019, Eq 2), biased with HSIC₀ and debiased
+* CKA = HSIC(X, Y)/√(HSIC(X, X)·HSIC(Y, Y)) (Kornblith et al. 2019, Sec 3), biased with HSIC₀ and debiased
   with HSIC₁. Biased linear CKA = ‖X_cᵀY_c‖_F²/(‖X_cᵀX_c‖_F‖Y_cᵀY_c‖_F).
 
 How HSIC₁ is computed from sums (derivation). HSIC₁ is the U-statistic of the kernel
