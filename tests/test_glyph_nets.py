@@ -202,9 +202,7 @@ def test_features_shapes_and_logits_equal_w_f_plus_b(arch):
     avg = gf.features(net, X, layers=nets.LAYERS[arch][:1], reduce="avg")["layers"]
     first = nets.LAYERS[arch][0]
     assert avg[first].shape[1] * (out["layers"][first].shape[1] // avg[first].shape[1]) == out["layers"][first].shape[1]
-    last = out["layers"][nets.LAYERS[arch][-1]]
-    if arch == "lenet":
-        assert np.array_equal(last, out["features"])
+    assert np.array_equal(out["layers"][nets.LAYERS[arch][-1]], out["features"])  # the last stage is F(x)
     with pytest.raises(ValueError, match="not stages"):
         gf.features(net, X, layers=["nope"])
     with pytest.raises(ValueError, match=r"\[N, 1, S, S\]"):

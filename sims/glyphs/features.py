@@ -10,8 +10,8 @@ numpy arrays:
   relative);
 * ``layers`` (when asked): ``{name: array}`` of the outputs of the named stages (``nets.LAYERS``; ``'all'`` for
   every one, in depth order). ``reduce='flatten'`` returns each output flattened to ``[N, C·H·W]`` (the per-layer
-  feature RD's rank curves use; C·H·W = 4096, 2048 for LeNet's conv stages and 8192, 4096, 2048 for the
-  ResNet's at 32×32), ``reduce='avg'`` the channel means over the spatial positions, ``[N, C]``. Dense stages
+  feature RD's rank curves use; C·H·W = 4096, 2048 for LeNet's conv stages and 8192, 8192, 4096, 2048 for the
+  ResNet's stem and stages at 32×32), ``reduce='avg'`` the channel means over the spatial positions, ``[N, C]``. Dense stages
   are ``[N, units]`` either way.
 
 ``heldout_accuracy(result)`` is the accuracy of a trained :class:`sims.glyphs.train.GlyphNet` on the task's
