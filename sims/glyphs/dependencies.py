@@ -1,0 +1,139 @@
+"""ND / RD experiments on the suite's glyph networks (:mod:`sims.glyphs.suite`): held-out outputs, per-layer ranks,
+and ND Sec 3.2's new categories learnt as combinations of a base network's logits.
+
+Held-out data (fixed before any verdict was looked at):
+
+* ``FIT_SPLIT`` = ``aug_test``: the training faces under fresh augmentation draws (``suite.EVAL_SEED``), never the
+  training images themselves. Second moments (ND Eq 2), PCA bases (RD Eq 6) and CovLasso fits use these rows: they
+  stand for p_data as the network was trained on it;
+* ``TEST_SPLIT`` = ``face_test``: the DejaVu Serif family, never seen in training. Errors and accuracies (against
+  the true code points) use these rows, as ND Table 1 uses the ImageNet validation set.
+
+:func:`new_categories` follows ND Sec 3.2: f_base is the suite's ``lenet-base-s{seed}`` (trained on the base
+classes only), Θ ∈ R^{n₁×n₂} is learnt on f_base's frozen logits of training images of every class
+(:func:`sims.dependency_training.fit_theta`: CE over all classes, full-batch L-BFGS), and f_all = [f_base, f_base Θ]
+is compared with f_baseline = ``lenet-s{seed}`` trained on every class (same configuration), on the test faces.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from sims.cache import cached
+from sims.glyphs import suite
+from sims.glyphs.features import features
+
+FIT_SPLIT = "aug_test"
+TEST_SPLIT = "face_test"
+#: Θ's training set: the first THETA_PER_CLASS training images of every class (a prefix of the images the
+#: networks were trained on: task.images is the same for every per_class ≥ m), and L-BFGS iterations. Fixed for
+#: the cost (N × n₁ × n₂ per evaluation), not tuned on a result.
+THETA_PER_CLASS = {False: 8, True: 8}
+THETA_ITER = {False: 60, True: 60}
+
+_MEMO: dict = {}
+_LOCK = threading.RLock()
+
+
+def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dict:
+    """float64 logits, features, W, b of the named network on the shared held-out images of ``split``, restricted to
+    its classes; ``labels`` (output indices), ``y_fine``, ``face``, ``names`` (one per output). Memoised."""
+    key = (name, bool(quick), split, str(device), layers)
+    with _LOCK:
+        if key not in _MEMO:
+            net = suite.net(name, quick, device)
+            X, y, face = suite.eval_images(split, quick)
+            keep = np.isin(y, net.classes)
+            out = features(net.model, X[keep], layers=layers)
+            values = np.asarray(net.label_values)
+            out["labels"] = np.searchsorted(values, y[keep]).astype(np.int64)
+            out["y_fine"], out["face"] = y[keep], face[keep]
+            all_names = suite.task().label_names("fine")
+            out["names"] = [str(all_names[int(v)]) for v in values]
+            out["label_values"] = values
+            _MEMO[key] = out
+        return _MEMO[key]
+
+
+def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_SPLIT, device=None) -> dict:
+    """RD's per-layer rank curve: the PCA dimension (RD Sec 4.3's float32 rule, :func:`theory.rank.pca_dim`) of the
+    input pixels, every stage's flattened output, the final features and the logits, on ``n`` images of ``split``
+    (a seeded draw). Returns ``{'layers': [...], 'pca_dim': [...], 'ambient': [...], 'sample_bound': n − 1}``."""
+    from theory.rank import pca_dim
+
+    net = suite.net(name, quick, device)
+    X, y, _ = suite.eval_images(split, quick)
+    X = X[np.isin(y, net.classes)]
+    n = min(len(X), n or (512 if quick else 1024))
+    rows = np.sort(np.random.default_rng([7, n]).choice(len(X), n, replace=False))
+    out = features(net.model, X[rows], layers="all")
+    mats = [("input", X[rows].reshape(n, -1).astype(np.float64))]
+    mats += [(k, out["layers"][k]) for k in net.model.stages]
+    mats += [("features F(x)", out["features"]), ("logits", out["logits"])]
+    return {"layers": [k for k, _ in mats], "pca_dim": [int(pca_dim(m)) for _, m in mats],
+            "ambient": [int(m.shape[1]) for _, m in mats], "sample_bound": n - 1, "split": split, "n": n}
+
+
+def _accuracies(logits, y, n1: int) -> dict:
+    new = y >= n1
+    hit_all = logits.argmax(1) == y
+    hit_new = logits[new][:, n1:].argmax(1) + n1 == y[new]
+    hit_base = logits[~new][:, :n1].argmax(1) == y[~new]
+    return {"all": hit_all, "new_within": hit_new, "base_within": hit_base}
+
+
+def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> dict:
+    """ND Sec 3.2 on the glyph networks (module doc): accuracies of f_all (Θ by CE over all classes), of the
+    literal arm (Θ by CE over the new classes on new-class samples only) and of f_baseline, with the paired SEs, in
+    the keys :mod:`verify.checks.nd_training` reads (``acc_all_<arm>``, ``acc_new_within_<arm>``,
+    ``se_diff_all[_<arm>]``, ``se_diff_new_within[_<arm>]``, ``n_base``, ``n_new``). Cached on disk."""
+    from sims.dependency_training import fit_theta
+
+    base_name, all_name = f"{arch}-base-s{seed}", f"{arch}-s{seed}"
+    q = bool(quick)
+    params = {"base": suite.train_kwargs(base_name, q), "all": suite.train_kwargs(all_name, q), "task": str(suite.TASK),
+              "theta_per_class": THETA_PER_CLASS[q], "theta_iter": THETA_ITER[q], "eval": suite.EVAL_PER_CLASS[q],
+              "eval_seed": suite.EVAL_SEED, "quick": q}
+
+    def compute():
+        base, full = suite.net(base_name, q, device), suite.net(all_name, q, device)
+        base_cl = [int(c) for c in base.classes]
+        new_cl = sorted(set(int(c) for c in full.classes) - set(base_cl))
+        order = np.asarray(base_cl + new_cl)
+        n1, n2 = len(base_cl), len(new_cl)
+        pos = np.full(suite.TASK.n_classes, -1)
+        pos[order] = np.arange(n1 + n2)
+        X, y, _ = suite.task().images("train", THETA_PER_CLASS[q], 0)
+        X, y = X.numpy(), y.numpy()
+        keep = np.isin(y, order)
+        f_tr = features(base.model, X[keep])["logits"]
+        y_tr = pos[y[keep]]
+        theta = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q])
+        theta_lit = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q], new_only=True)
+        Xte, yte, _ = suite.eval_images(TEST_SPLIT, q)
+        keep = np.isin(yte, order)
+        Xte, y_te = Xte[keep], pos[yte[keep]]
+        f_te = features(base.model, Xte)["logits"]
+        g_te = features(full.model, Xte)["logits"][:, np.searchsorted(full.label_values, order)]
+        arms = {"dependency": np.concatenate([f_te, f_te @ theta], 1),
+                "literal": np.concatenate([f_te, f_te @ theta_lit], 1), "baseline": g_te}
+        acc = {a: _accuracies(lg, y_te, n1) for a, lg in arms.items()}
+        out = {"n_base": n1, "n_new": n2, "n_test": len(y_te), "n_test_new": int(np.sum(y_te >= n1)),
+               "n_theta_train": len(y_tr),
+               "theta_support_mean": float(np.mean(np.abs(theta) > 1e-8 * np.abs(theta).max()))}
+        for a, h in acc.items():
+            for k in ("all", "new_within", "base_within"):
+                out[f"acc_{k}_{a}"] = float(h[k].mean())
+        for a in ("dependency", "literal"):
+            tag = "" if a == "dependency" else f"_{a}"
+            for k in ("all", "new_within"):
+                d = acc[a][k].astype(float) - acc["baseline"][k].astype(float)
+                out[f"se_diff_{k}{tag}"] = float(d.std(ddof=1) / np.sqrt(d.size))
+        return out
+
+    with _LOCK:
+        return dict(cached("glyph_new_categories", params, compute))
+
+
+__all__ = ["FIT_SPLIT", "TEST_SPLIT", "outputs", "layer_ranks", "new_categories", "THETA_PER_CLASS", "THETA_ITER"]

@@ -1,0 +1,173 @@
+"""The real-model checks judged on the glyph networks (verify/checks/real.py, _glyph_real.py, nd.between_networks'
+glyph line, nd.new_categories' combination of lines): cheap tests on stand-in "networks" (synthetic logits with a
+planted low-rank structure put where the suite's outputs go), the precondition, the status rules and planted bugs.
+The real quick networks are exercised by the slow test at the end."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import run_quick
+
+
+def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int = 0):
+    """outputs(name, quick, split) of a stand-in network with exact sparse dependencies: F ∈ R^base Gaussian, the
+    first ``base`` logits are F itself and each of the ``combos`` others a fixed combination of 3 of them (every
+    base logit used), so every logit is an exact combination of 3 others while the logits span ``base`` dimensions
+    (a random support of 3 predicts nothing); F is padded with 2·base near-idle directions (ClsDim ≤ base). Labels = argmax, kept where the top logit leads by a wide margin."""
+    rng = np.random.default_rng(seed)
+    K = base + combos
+    W = np.zeros((K, base))
+    W[:base] = np.eye(base)
+    order = rng.permutation(np.resize(np.arange(base), 3 * combos))
+    for c in range(combos):
+        W[base + c, order[3 * c:3 * c + 3]] = rng.uniform(0.5, 1.0, 3) * rng.choice([-1, 1], 3)
+    b = np.zeros(K)
+
+    def make(split, net_seed):
+        r = np.random.default_rng([seed, sum(map(ord, split)), net_seed])
+        F = r.normal(size=(K * n_per, base))
+        L = F @ W.T + b
+        top = np.sort(L, 1)
+        keep = top[:, -1] - top[:, -2] > 0.3 * np.abs(L).mean()
+        F, L = F[keep], L[keep]
+        F = np.concatenate([F, 1e-3 * r.normal(size=(len(F), 2 * base))], 1)  # idle feature directions (RD Eq 6)
+        return {"logits": L, "features": F, "W": np.concatenate([W, np.zeros((K, 2 * base))], 1), "b": b, "labels": L.argmax(1), "y_fine": L.argmax(1),
+                "face": np.zeros(len(L), int), "names": [f"c{k}" for k in range(K)], "label_values": np.arange(K)}
+
+    cache = {}
+
+    def outputs(name, quick, split, device=None, layers=None):
+        key = (name, split)
+        if key not in cache:
+            cache[key] = make(split, 0)  # both "networks" are the same map: between-network dependencies exact
+        return cache[key]
+
+    return outputs
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    from sims.glyphs import dependencies as GD
+    from sims.glyphs import suite
+    from verify.checks import _glyph_real as G
+    from verify.checks import real as R
+
+    state = {"trained": True}
+    monkeypatch.setattr(GD, "outputs", _fake_outputs())
+    monkeypatch.setattr(GD, "layer_ranks", lambda *a, **k: {"layers": ["x"], "pca_dim": [1], "ambient": [2],
+                                                             "sample_bound": 5})
+
+    def pre(name, quick=False, device=None):
+        ok = state["trained"]
+        return {"trained": ok, "face_test_all": 0.9 if ok else 0.01, "aug_test": 0.9 if ok else 0.01,
+                "face_test": {}, "required": {}, "reason": f"{name}: stand-in" + ("" if ok else ": NOT trained")}
+
+    monkeypatch.setattr(suite, "precondition", pre)
+    monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)
+    G._DATA.clear()
+    R._SOLVED.clear()
+    yield state
+    G._DATA.clear()
+    R._SOLVED.clear()
+
+
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit", "rd.cls_dim"])
+def test_glyph_checks_pass_on_a_network_where_the_claims_hold(stand_in, cid):
+    out = run_quick(cid)
+    assert out.status == "pass", (cid, out.status, out.error, out.measured, out.finding)
+    assert "glyph network lenet-s0" in out.details["inputs"]
+    assert out.negative_control_result == "failed as it should"
+
+
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.cls_dim", "nd.between_networks"])
+def test_an_untrained_network_is_reported_never_judged(stand_in, cid):
+    stand_in["trained"] = False
+    out = run_quick(cid)
+    assert out.status == "reported", (cid, out.status, out.error)
+    assert "NOT trained" in str(out.details)
+
+
+def test_between_networks_glyph_line_passes_and_its_negative_control_fails(stand_in):
+    out = run_quick("nd.between_networks")
+    assert out.status == "pass", (out.status, out.error, out.measured, out.finding)
+    assert out.details["glyph verdict (Sec 2.4 / Fig 2e–f on two trained glyph networks)"].startswith("holds")
+    assert out.negative_control_result == "failed as it should"
+    assert out.positive_control_result == "held as it should"
+
+
+def test_between_networks_glyph_miss_is_a_refutation_with_a_finding(stand_in, monkeypatch):
+    from verify.checks import _glyph_real as G
+
+    orig = G.between_glyph
+
+    def missing(ctx, planted, positive=False):
+        r = orig(ctx, planted, positive)
+        if not positive:
+            r = {**r, "miss": 3.0, "holds": False, "miss parts": {**r["miss parts"], "pos_acc": 3.0}}
+        return r
+
+    monkeypatch.setattr(G, "between_glyph", missing)
+    out = run_quick("nd.between_networks")
+    assert out.status == "refuted" and "independently trained glyph networks" in out.finding
+
+
+def test_a_planted_covlasso_bug_is_a_fail(stand_in, monkeypatch):
+    """The dependencies' coefficients with a flipped sign (a library bug in sims.real.analysis): the positive control
+    no longer holds, so the check is a fail — never a refutation."""
+    from sims.real import analysis as A
+
+    orig = A.covlasso_path
+
+    def flipped(cov, i, lams, design=None):
+        th = orig(cov, i, lams).copy()
+        th[:, np.arange(th.shape[1]) != i] *= -1
+        return th
+
+    monkeypatch.setattr(A, "covlasso_path", flipped)
+    for cid in ("nd.table1_metrics", "nd.between_networks"):
+        out = run_quick(cid)
+        assert out.status == "fail", (cid, out.status)
+
+
+def test_judge_table1_rules():
+    from verify.checks._glyph_real import judge_table1
+
+    row = dict(rel_err=0.1, abs_err=0.1, support=5, acc=0.5, ori_acc=0.5, pos_acc=0.8, ori_pos_acc=0.9)
+    assert judge_table1([row])["miss"] <= 1
+    assert judge_table1([{**row, "pos_acc": 0.0}])["miss parts"]["pos_acc"] == 100
+    assert judge_table1([{**row, "rel_err": 0.6}])["miss"] == pytest.approx(2.0)
+    assert judge_table1([{**row, "pos_acc": float("nan")}])["miss"] == float("inf")
+
+
+def test_new_categories_combines_its_two_lines():
+    from verify.checks.nd_training import _combine
+
+    h, r, c = ({"verdict": v, "miss": m} for v, m in (("holds", 0.5), ("refuted", 3.0), ("cannot tell", 2.0)))
+    assert _combine({"a": h, "b": h}) == (True, 0.5, None)
+    assert _combine({"a": h, "b": c})[0] is True
+    holds, miss, why = _combine({"a": h, "b": r})
+    assert not holds and miss > 1 and "disagree" in why
+    holds, miss, why = _combine({"a": r, "b": c})
+    assert not holds and why is None and miss == 3.0
+    assert "can tell" in _combine({"a": c, "b": c})[2]
+
+
+def test_suite_names_and_class_sets():
+    from sims.glyphs import suite
+
+    assert len(suite.class_set("all")) == 1000 and len(suite.class_set("base")) == 900
+    assert set(suite.class_set("base")) | set(suite.class_set("new")) == set(suite.class_set("all"))
+    assert len(suite.class_set("all", True)) == 100 and len(suite.class_set("base", True)) == 90
+    assert suite.train_kwargs("lenet-s0")["classes"] is None
+    assert suite.spec("resnet-s2").arch == "resnet" and suite.spec("resnet-s2").seed == 2
+    with pytest.raises(ValueError, match="not a suite network"):
+        suite.spec("vgg-s0")
+
+
+@pytest.mark.slow
+def test_glyph_checks_on_the_quick_networks():
+    """The quick 100-class networks end with a verdict (pass or refuted), never fail, with their controls."""
+    for cid in ("nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit", "nd.between_networks"):
+        out = run_quick(cid)
+        assert out.status in ("pass", "refuted"), (cid, out.status, out.error)
