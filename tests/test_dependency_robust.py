@@ -435,7 +435,7 @@ def hetero_floor_violations(draws: int = 550, seed: int = 25):
     return bad, worst, worst_mp, zeros, cats, zp
 
 
-def test_issue25_floor_never_above_what_a_theta_achieves():
+def test_floor_never_above_what_a_theta_achieves():
     """≥ 500 covariances, null space of dimension 0–3, signal and offset scales over 6 decades, N < n
     and N = 5n samples and population moments: the floor is a minimum over θ (ND A28–A30) and never exceeds the
     error of a θ the package itself produces (before the per-category rounding level: 60–70 of 150 draws with a

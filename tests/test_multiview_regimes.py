@@ -41,7 +41,7 @@ def test_headline_uses_exact_counts_and_small_s_is_the_binomial_regime():
     rows = mv.regime_table(100, 16, 3.0, 8, 800, 100, 8.0, 0.5, 0.01, 0.02, **regime_config("small_s", 100))
     share = next(r["value"] for r in rows if r["parameter"] == "easy samples with no common patch")
     assert share == f"{(13 / 16) ** 16:.3%}" and _inside(rows, "patch-count law") is False
-    # the rows issue 24 §3 asks for: lucky neurons (8 vs ≈ 0.11), big noise per coordinate (0.46 vs 0.22), α′·k
+    # the regime rows that say how far the run is from the paper's assumptions: lucky neurons (8 vs ≈ 0.11), big noise per coordinate (0.46 vs 0.22), α′·k
     lucky = next(r for r in rows if r["parameter"] == "lucky neurons per feature (coarse)")
     assert lucky["value"] == pytest.approx(8.0, rel=1e-3) and lucky["paper value at this d"] == "0.11"
     assert lucky["inside"] is False

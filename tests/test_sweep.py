@@ -125,7 +125,7 @@ CORRUPTIONS = {"truncated": "not valid JSON", "not_object": "not a JSON object",
 
 
 def test_corrupt_point_files_are_reported_and_replaced(tmp_path, caplog):
-    """issue 16 §2: a point file that is not a record of its point was taken as done, silently. Each damage
+    """A point file that is not a record of its point was taken as done, silently. Each damage
     below is named in a warning and in ``res.replaced``, and the point runs again."""
     out = tmp_path / "s"
     spec = {"x": [float(i) for i in range(len(CORRUPTIONS) + 1)]}
@@ -294,7 +294,7 @@ def _free_port() -> int:
     (dict(experiment="toy", points={"x": [1]}, seed=1.5), "seed must be an integer"),
     (dict(experiment="toy", points={"x": [float("nan")]}), "not a JSON number"),
     (dict(experiment="toy", points={"x": [1]}, workers=0), "workers must be"),
-    # parameters checked against the experiment's declaration (issue 16 §1: they used to be coerced)
+    # parameters checked against the experiment's declaration (they used to be coerced silently)
     (dict(experiment="toy", points={"n": [4.5]}), "'toy': parameter 'n' must be an integer, got 4.5"),
     (dict(experiment="toy", points={"x": ["1"]}), "parameter 'x' must be a number"),
     (dict(experiment="toy", points={"fail": [0]}), "parameter 'fail' must be true or false"),
@@ -308,7 +308,7 @@ def _free_port() -> int:
     (dict(experiment="toy", points={"seeds": [[1]], "fixed": {"x": 1.0}}), "'replicate' .* must be an integer"),
     (dict(experiment="toy", points={"x": [1]}, tries=0), "tries must be"),
     (dict(experiment="toy", points={"x": [1]}, wait=-1), "wait must be"),
-    # the plot's columns are checked before any point runs (issue 16 §2)
+    # the plot's columns are checked before any point runs
     (dict(experiment="toy", points={"x": [1]}, plot={"y": "nonexistent"}),
      r"\[plot\] y = 'nonexistent' is neither a parameter nor a result field of experiment 'toy'"),
     (dict(experiment="lyapunov", points={"n": [4]}, plot={"hue": "depth"}), r"\[plot\] hue = 'depth'"),
@@ -398,7 +398,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
 
 
 def test_two_sweep_processes_on_one_folder_run_each_point_once(tmp_path):
-    """issue 16 §2: two sweeps on one folder both ran every point. Now the second refuses (exit 2, naming
+    """Two sweeps on one folder both ran every point. Now the second refuses (exit 2, naming
     the first), and with --wait it waits for the first and finds every point finished."""
     cfg = tmp_path / "two.toml"
     cfg.write_text(KILL_CFG.format(xs="1.0, 2.0, 3.0, 4.0", work=60000))
@@ -426,7 +426,7 @@ def test_two_sweep_processes_on_one_folder_run_each_point_once(tmp_path):
 
 # -------------------------------------------------------------------------------------- files, plot
 def test_output_files_get_normal_permissions(tmp_path):
-    """issue 16 §3: sweep files were created 0600 (mkstemp). With umask 022 they are 0644."""
+    """Sweep files were created 0600 (mkstemp). With umask 022 they are 0644."""
     from sims.cache import atomic_write_bytes
 
     old = os.umask(0o022)
@@ -567,7 +567,7 @@ def test_granularity_config_has_the_granularity_sweep_points():
 
 
 def test_point_that_kills_its_worker_is_recorded_crashed_and_the_rest_finish(tmp_path, capsys):
-    """issue 16 §2: a point whose worker dies (os._exit: not an exception) used to break the whole pool, so
+    """A point whose worker dies (os._exit: not an exception) used to break the whole pool, so
     every point after it was lost, on every rerun. Now the pool replaces the worker, the other points run,
     and the point is recorded ``crashed`` after ``--tries`` deaths; only --retry-failed runs it again."""
     xs = [float(i) for i in range(8)]

@@ -1,4 +1,4 @@
-"""Closed forms of the neural-dependency paper (ND, seed 000): error floors, θ*(0), λ_max, R(Cov, i).
+"""Closed forms of the neural-dependency paper (ND: Neural Dependencies Emerging from Learning Massive Categories): error floors, θ*(0), λ_max, R(Cov, i).
 
 Notation (ND Eq 2): f ∈ R^n are the logits, Cov = E[f fᵀ] (uncentred). For a target category i,
 CovLasso solves  min_{θ: θ_i = −1} θᵀ Cov θ + λ‖θ‖₁,  and err_i(θ) = θᵀ Cov θ = E[(θᵀf)²].
@@ -37,7 +37,7 @@ NULL_NOISE·m·ε·λ_max·‖(U_ij/λ_j)_j‖ over the kept eigenpairs (λ_j, u
 rounding of an exact zero. The bound is per category: a category with little weight on the small kept
 eigenvalues has a small rounding level (the old global level m·ε·κ_r, its maximum over i, came to 1e-4–1e-2 on
 heterogeneous singular Cov where the real null components were 5e-5, and reported floors up to R = 0.45 that
-a least-squares fit beat by 1e4 rounding units: issue 25 §1)."""
+a least-squares fit beat by 1e4 rounding units)."""
 
 
 def second_moment(F) -> np.ndarray:
