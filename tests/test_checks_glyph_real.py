@@ -159,6 +159,7 @@ def test_suite_names_and_class_sets():
     assert len(suite.class_set("all")) == 1000 and len(suite.class_set("base")) == 900
     assert set(suite.class_set("base")) | set(suite.class_set("new")) == set(suite.class_set("all"))
     assert len(suite.class_set("all", True)) == 100 and len(suite.class_set("base", True)) == 90
+    assert suite.task_config(True).n_classes == 100 and suite.train_kwargs("lenet-s0", True)["classes"] is None
     assert suite.train_kwargs("lenet-s0")["classes"] is None
     assert suite.spec("resnet-s2").arch == "resnet" and suite.spec("resnet-s2").seed == 2
     with pytest.raises(ValueError, match="not a suite network"):

@@ -49,7 +49,7 @@ def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dic
             values = np.asarray(net.label_values)
             out["labels"] = np.searchsorted(values, y[keep]).astype(np.int64)
             out["y_fine"], out["face"] = y[keep], face[keep]
-            all_names = suite.task().label_names("fine")
+            all_names = suite.task(quick).label_names("fine")
             out["names"] = [str(all_names[int(v)]) for v in values]
             out["label_values"] = values
             _MEMO[key] = out
@@ -92,7 +92,7 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
 
     base_name, all_name = f"{arch}-base-s{seed}", f"{arch}-s{seed}"
     q = bool(quick)
-    params = {"base": suite.train_kwargs(base_name, q), "all": suite.train_kwargs(all_name, q), "task": str(suite.TASK),
+    params = {"base": suite.train_kwargs(base_name, q), "all": suite.train_kwargs(all_name, q), "task": str(suite.task_config(q)),
               "theta_per_class": THETA_PER_CLASS[q], "theta_iter": THETA_ITER[q], "eval": suite.EVAL_PER_CLASS[q],
               "eval_seed": suite.EVAL_SEED, "quick": q}
 
@@ -102,9 +102,9 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
         new_cl = sorted(set(int(c) for c in full.classes) - set(base_cl))
         order = np.asarray(base_cl + new_cl)
         n1, n2 = len(base_cl), len(new_cl)
-        pos = np.full(suite.TASK.n_classes, -1)
+        pos = np.full(suite.task_config(q).n_classes, -1)
         pos[order] = np.arange(n1 + n2)
-        X, y, _ = suite.task().images("train", THETA_PER_CLASS[q], 0)
+        X, y, _ = suite.task(q).images("train", THETA_PER_CLASS[q], 0)
         X, y = X.numpy(), y.numpy()
         keep = np.isin(y, order)
         f_tr = features(base.model, X[keep])["logits"]

@@ -24,14 +24,15 @@ import numpy as np
 
 from sims.real import analysis as A
 from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
-                                       SUPPORT_MAX, glyph_data, judge_table1, row_view)
+                                       SUPPORT_MAX, glyph_data, judge_table1, row_view,
+                                       table1_sensitivity)
 from verify.registry import Result, check
 
 IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
 #: Full runs: seed s judges the glyph network lenet-s<s> (two 1000-class trainings fit the budget); on an ImageNet
 #: folder a seed only redraws the random half split.
 REAL_SEEDS = GLYPH_SEEDS
-GLYPH_FIGURES = ("nd.glyph_support_vs_error", "nd.glyph_between_networks", "rd.glyph_layer_ranks")
+SENS = "sensitivity: the verdict with each open choice moved (median columns, miss in tolerance units)"
 
 _SOLVED: dict = {}
 
@@ -194,6 +195,8 @@ def table1_metrics(ctx, planted, positive=False):
         extra["smallest support reaching rel err <= 0.3 (paper: 3-4 categories)"] = smallest
         verdict, short = _few_suffice(smallest, d)
         extra["Tab 1 verdict: '3–4 categories suffice' (Sec 2.1)"] = verdict
+        if d.get("split") is not None:
+            extra[SENS] = table1_sensitivity(ctx, d, L)
     res = _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}, pos acc >= {POS_RATIO}·ori", extra)
     if not planted and not positive and res.finding:
         res.finding = f"{res.finding} {short}"
@@ -259,9 +262,13 @@ def independence_deficit(ctx, planted, positive=False):
     cats = _targets(d, G + b, 4 if ctx.quick else (12 if d.get("cats") else 6))
     t = _table1(ctx, d, G, cats, planted, offset=b, tag="rd", permute=planted)
     sv = np.linalg.svd(G[: min(len(G), 4096)], compute_uv=False)  # E[(WF)(WF)ᵀ] has eigenvalues sv²/N
+    if not planted and d.get("split") is not None:
+        t["sensitivity"] = table1_sensitivity(ctx, d, G, offset=b)
     extra = {"rank of E[(WF)(WF)^T] (eigenvalues > 1e-6·max)": int(np.sum(sv**2 > sv[0] ** 2 * 1e-6)),
              "sample bound on that rank": min(len(G), 4096, G.shape[1]), "feature width d": int(d["W"].shape[1]),
              "categories n": int(G.shape[1])}
+    if "sensitivity" in t:
+        extra[SENS] = t["sensitivity"]
     return _result(t, d, f"rel err <= {REL_ERR_MAX}, support <= {SUPPORT_MAX}", extra)
 
 
