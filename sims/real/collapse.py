@@ -7,16 +7,16 @@ for Gaussian noise with random labels. :func:`held_out` gives the versions that 
 
 * the samples of each class are split in two seeded halves A, B (by source image when crops share one, so no
   image is on both sides; classes with a single sample are left out);
-* the LDA directions Σ_T,A†(μ_k,A − μ_A) are fitted on A and met with B's centred class means, and the other
-  way round: T_ho = ½ Σ_k π_k [(μ_k,A − μ_A)ᵀ Σ_T,A† (μ_k,B − μ_B) + (A ↔ B)], the cross-fitted Tr[Σ_T†Σ_B];
-  with A = B it is the in-sample trace exactly;
-* held-out VCI = 1 − T_ho / rank and held-out probe loss = ½(1 − Σ_k π_k²) − ½ T̃_ho (Thm 5.1 with priors,
-  :mod:`theory.collapse.probe`; T̃ weights class k by π_k²). Chance level — features that carry no class
-  information — is T = 0: VCI 1 and probe loss ½(1 − Σπ_k²) (the best constant probe);
-* also the accuracy on B of the least-squares probe fitted on A (minimum norm), against the chance rate.
-
-Each half's class statistics come from :class:`theory.collapse.ClassStats`; Σ_T,A† is taken in the
-equilibrated frame (diag Σ_T = 1, as theory.collapse does) and drops eigenvalues below p·ε·λ_max.
+* the probe of VC Thm 5.1 — least squares [h, 1] → one-hot e_y, minimum norm, on features standardised with
+  A's column means and deviations — is fitted on A and its loss (1/2n_B) Σ_B ‖W h + b − e_y‖² is taken on B,
+  and the other way round; the held-out probe loss is the mean of both. It is ≥ 0 and, with one half on both
+  sides, it is theory.collapse's probe loss exactly (Thm 5.1's optimum);
+* held-out VCI reads that loss back through Thm 5.1 (with priors π_k, :mod:`theory.collapse.probe`):
+  Tr[Σ_T†Σ̃_B] = (1 − Σπ_k²) − 2·loss and VCI = 1 − Tr[Σ_T†Σ̃_B] / (Σπ_k² · rank) — the in-sample VCI exactly
+  for balanced classes (Σ̃_B = Σ_B/K), a balanced-equivalent reading otherwise; ≥ 0 for balanced classes at rank K − 1.
+  Chance level — features that carry no class information — is the best constant probe: loss ½(1 − Σπ_k²),
+  VCI 1; an over-fitted probe scores worse than chance on B (VCI above 1);
+* also the accuracy of the same probes on the other half, against the majority-class rate.
 
 :func:`vc_metrics` runs :func:`theory.collapse.metrics` under a rank policy: columns that are exactly zero for
 every sample (dead ReLU channels) carry nothing for any VC metric and are removed first (reported); ``rank``
@@ -38,14 +38,15 @@ def dead_columns(F) -> np.ndarray:
 
 
 def affine_rank(F) -> int:
-    """Numerical rank of the centred features (singular values above max(N, d)·ε·σ_max)."""
+    """Numerical rank of the centred features: eigenvalues of the smaller Gram matrix (N×N or d×d) above
+    max(N, d)·ε·λ_max."""
     X = np.asarray(F, dtype=np.float64)
     X = X - X.mean(0)
     if min(X.shape) == 0:
         return 0
-    s = np.linalg.svd(X, compute_uv=False) if X.shape[0] <= X.shape[1] + 1 else \
-        np.sqrt(np.clip(np.linalg.eigvalsh(X.T @ X)[::-1], 0.0, None))
-    return int(np.sum(s > max(X.shape) * EPS * max(s[0], 0.0))) if s.size and s[0] > 0 else 0
+    G = X @ X.T if X.shape[0] <= X.shape[1] else X.T @ X
+    w = np.linalg.eigvalsh(0.5 * (G + G.T))
+    return int(np.sum(w > max(X.shape) * EPS * w[-1])) if w[-1] > 0 else 0
 
 
 def interpolates(F) -> bool:
@@ -111,81 +112,60 @@ def stratified_halves(y, rng, groups=None) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(np.concatenate(a)), np.sort(np.concatenate(b))
 
 
-def _half(F, y, K):
-    from theory.collapse import ClassStats
-
-    st = ClassStats.from_features(F, y, n_classes=K)
-    mu = st.global_mean
-    D = st.means - mu  # (K, p) centred class means
-    S = st.sigma_t()
-    return D, 0.5 * (S + S.T), st.priors
-
-
-def _pinv_apply(S, D) -> np.ndarray:
-    """Σ_T†Dᵀ (p, K) with Σ_T† in the equilibrated frame (eigenvalues below p·ε·λ_max dropped)."""
-    d = np.sqrt(np.clip(np.diag(S), 0.0, None))
-    live = d > 0
-    out = np.zeros((S.shape[0], D.shape[0]))
-    if not live.any():
-        return out
-    s = d[live]
-    Se = S[np.ix_(live, live)] / np.outer(s, s)
-    w, Q = np.linalg.eigh(0.5 * (Se + Se.T))
-    keep = w > Se.shape[0] * EPS * max(w[-1], 0.0)
-    Z = Q[:, keep].T @ (D[:, live] / s).T
-    out[live] = ((Q[:, keep] @ (Z / w[keep][:, None])).T / s).T
-    return out
-
-
-def cross_trace(F, y, A, B, K: int | None = None) -> dict:
-    """Cross-fitted Tr[Σ_T†Σ_B] (π_k weights) and Tr[Σ_T†Σ̃_B] (π_k² weights) between halves A and B (module doc).
-
-    ``y`` must be integers in [0, K); every class must have samples in both halves."""
-    F = np.asarray(F, dtype=np.float64)
-    y = np.asarray(y)
-    K = int(y.max()) + 1 if K is None else int(K)
-    Da, Sa, pa = _half(F[A], y[A], K)
-    Db, Sb, pb = _half(F[B], y[B], K)
-    pi = 0.5 * (pa + pb)
-    Pa, Pb = _pinv_apply(Sa, Da), _pinv_apply(Sb, Db)  # (p, K) LDA directions of each half
-    cross = 0.5 * (np.einsum("kp,pk->k", Db, Pa) + np.einsum("kp,pk->k", Da, Pb))
-    return {"trace": float(pi @ cross), "weighted_trace": float((pi * pi) @ cross), "priors": pi}
-
-
-def probe_accuracy(F, y, A, B) -> float:
-    """Accuracy on B of the minimum-norm least-squares probe [F, 1] → one-hot fitted on A."""
-    F = np.asarray(F, dtype=np.float64)
+def _standardised(F, A):
     mu, sd = F[A].mean(0), F[A].std(0)
     sd = np.where(sd > 0, sd, 1.0)
-    X = lambda I: np.c_[(F[I] - mu) / sd, np.ones(len(I))]  # noqa: E731
-    K = int(np.max(y)) + 1
-    Wp = np.linalg.lstsq(X(A), np.eye(K)[np.asarray(y)[A]], rcond=None)[0]
-    return float(np.mean((X(B) @ Wp).argmax(1) == np.asarray(y)[B]))
+    return lambda I: np.c_[(F[I] - mu) / sd, np.ones(len(I))]
+
+
+def probe_transfer(F, y, A, B, K: int) -> tuple[float, float]:
+    """(loss, accuracy) on B of the minimum-norm least-squares probe [h, 1] → one-hot fitted on A (module doc).
+
+    ``y`` integers in [0, K). With A = B the loss is the optimal probe loss of VC Thm 5.1 on that sample."""
+    import scipy.linalg as sla
+
+    F = np.asarray(F, dtype=np.float64)
+    y = np.asarray(y)
+    X = _standardised(F, A)
+    Xa, Ya = X(A), np.eye(K)[y[A]]
+    if Xa.shape[0] <= 4 * Xa.shape[1]:
+        Wp = sla.lstsq(Xa, Ya, lapack_driver="gelsd")[0]
+    else:  # many samples: the normal equations with an eigenvalue cutoff (a pseudo-inverse), d × d only
+        G = Xa.T @ Xa
+        w, Q = np.linalg.eigh(0.5 * (G + G.T))
+        keep = w > G.shape[0] * EPS * max(w[-1], 0.0)
+        Wp = Q[:, keep] @ ((Q[:, keep].T @ (Xa.T @ Ya)) / w[keep][:, None])
+    P = X(B) @ Wp
+    R = P - np.eye(K)[y[B]]
+    return float(np.sum(R * R) / (2 * len(B))), float(np.mean(P.argmax(1) == y[B]))
 
 
 def held_out(F, y, rank: int, seed: int = 0, groups=None) -> dict:
-    """Held-out VCI, probe loss and probe accuracy (module doc) with their chance levels.
+    """Held-out probe loss, VCI (Thm 5.1 read back) and probe accuracy (module doc) with their chance levels.
 
     ``rank``: the rank of Σ_B the in-sample VCI used (so both VCIs share the denominator). ``groups``: e.g. the
     source image of each crop. Returns NaNs with ``"reason"`` when fewer than two classes can be split."""
     F = np.asarray(F, dtype=np.float64)
     y = np.asarray(y)
-    A, B = stratified_halves(y, np.random.default_rng([seed, 5_3]), groups)
+    A, B = stratified_halves(y, np.random.default_rng([seed, 53]), groups)
     cls = np.unique(y[A]) if len(A) else np.zeros(0, int)
     nan = float("nan")
     if len(cls) < 2:
         return {"vci": nan, "probe_loss": nan, "probe_acc": nan, "chance_probe_loss": nan, "chance_acc": nan,
                 "n_fit": int(len(A)), "n_test": int(len(B)), "classes": int(len(cls)),
                 "reason": "fewer than two classes have at least two samples (or source images) to split"}
-    keep = np.concatenate([A, B])
-    yy = np.searchsorted(cls, y)  # classes kept: 0..K-1 (others are outside A ∪ B)
     K = len(cls)
-    ct = cross_trace(F, np.where(np.isin(np.arange(len(y)), keep), yy, 0), A, B, K)
-    pi = ct["priors"]
-    chance_loss = 0.5 * (1.0 - float(pi @ pi))
-    counts = np.bincount(yy[B], minlength=K)
+    yy = np.zeros(len(y), dtype=np.int64)
+    both = np.concatenate([A, B])
+    yy[both] = np.searchsorted(cls, y[both])  # the split classes as 0..K-1 (rows outside A ∪ B are not used)
+    l1, a1 = probe_transfer(F, yy, A, B, K)
+    l2, a2 = probe_transfer(F, yy, B, A, K)
+    loss = 0.5 * (l1 + l2)
+    pi = np.bincount(yy[both], minlength=K) / len(both)
+    s2 = float(pi @ pi)
     r = max(1, min(int(rank), K - 1, F.shape[1]))
-    return {"vci": 1.0 - ct["trace"] / r, "probe_loss": chance_loss - 0.5 * ct["weighted_trace"],
-            "probe_acc": probe_accuracy(F, np.where(np.isin(np.arange(len(y)), keep), yy, 0), A, B),
-            "chance_probe_loss": chance_loss, "chance_acc": float(counts.max() / counts.sum()),
+    counts_b, counts_a = np.bincount(yy[B], minlength=K), np.bincount(yy[A], minlength=K)
+    return {"vci": 1.0 - ((1.0 - s2) - 2.0 * loss) / (s2 * r), "probe_loss": loss, "probe_acc": 0.5 * (a1 + a2),
+            "chance_probe_loss": 0.5 * (1.0 - s2),
+            "chance_acc": 0.5 * float(counts_b.max() / counts_b.sum() + counts_a.max() / counts_a.sum()),
             "n_fit": int(len(A)), "n_test": int(len(B)), "classes": K, "reason": ""}

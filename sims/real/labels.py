@@ -50,7 +50,8 @@ def read_label_file(path, files: list) -> tuple[np.ndarray, list | None, str]:
     if not p.is_file():
         raise ValueError(f"--labels {p}: no such file (expected a CSV 'filename,label' or 'auto' / 'none')")
     try:
-        rows = [r for r in csv.reader(p.read_text(encoding="utf-8-sig").splitlines()) if r and any(c.strip() for c in r)]
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
+        rows = [r for r in csv.reader(lines) if r and any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"--labels {p}: cannot read it as CSV ({exc})") from None
     if rows and [c.strip().lower() for c in rows[0][:2]] == ["filename", "label"]:

@@ -53,8 +53,8 @@ def classifier_weights(layer, name: str = "classifier"):
     if not isinstance(w, torch.Tensor) or not (w.dim() == 2 or (w.dim() == 4 and tuple(w.shape[2:]) == (1, 1))) \
             or getattr(layer, "groups", 1) != 1:
         shape = tuple(w.shape) if isinstance(w, torch.Tensor) else None
-        raise ValueError(f"--classifier {name}: a {type(layer).__name__} (weight shape {shape}) is not an affine map of "
-                         "the features; name the final nn.Linear or 1×1 nn.Conv2d (W F(x) + b: its input is F(x))")
+        raise ValueError(f"--classifier {name}: a {type(layer).__name__} (weight shape {shape}) is not an affine map "
+                         "of the features; name the final nn.Linear or 1×1 nn.Conv2d (W F(x) + b: its input is F(x))")
     W = w.detach().cpu().double().reshape(w.shape[0], w.shape[1]).numpy()
     bias = getattr(layer, "bias", None)
     b = bias.detach().cpu().double().reshape(-1).numpy() if isinstance(bias, torch.Tensor) else np.zeros(W.shape[0])

@@ -25,7 +25,7 @@ import numpy as np
 from sims.cache import atomic_write_text
 from sims.real import analysis as A
 from sims.real.data import real_outputs
-from verify.real.inputs import check_args, check_device, check_out_dir, collect, load_class_names  # noqa: F401
+from verify.real.inputs import check_args, check_device, check_out_dir, collect, load_class_names  # noqa: F401 (API)
 from verify.real.vc_section import vc_section
 
 ROUND = 1e-12  # |x| below ROUND·(scale of its column) prints 0: rounding level of float64 sums
@@ -102,7 +102,22 @@ class _Steps:
         return tqdm(iterable, desc=desc, unit=unit, total=total, leave=False,
                     disable=None if self.progress is None else not self.progress)
 
+    def counter(self, desc, unit):
+        """A bar of ``total`` parts (call the result with total; it returns the function that advances it)."""
+        def make(total):
+            b = self.inner(None, desc, unit, total=total)
+            self._inner = b
+            return lambda: b.update(1)
+        return make
+
+    def close_inner(self):
+        if getattr(self, "_inner", None) is not None:
+            self._inner.close()
+            self._inner = None
+
     def close(self):
+        if getattr(self, "_inner", None) is not None:
+            self._inner.close()
         self.bar.close()
 
 
@@ -236,7 +251,8 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
         md += [f"Relative error floor: not computed ({exc}).", ""]
         res["nd"]["floor_error"] = str(exc)
     steps.done()
-    sol = {"cats": cats, "thetas": np.stack(sols), "lams": np.array([r["lambda"] for r in nd_rows]), "cov_rows": C[cats]}
+    sol = {"cats": cats, "thetas": np.stack(sols), "lams": np.array([r["lambda"] for r in nd_rows]),
+           "cov_rows": C[cats]}
     figures = {}
 
     def save(fig, name, caption):
@@ -283,7 +299,8 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
     save(figs.draw_cls_dim(c), "cls_dim", "RD Fig 2 analogue: accuracy vs k")
     # ---- VC collapse on the final features
     steps.start(STEPS[5])
-    vmd, res["vc"] = vc_section(F, d, ok["rank"], seed)
+    vmd, res["vc"] = vc_section(F, d, ok["rank"], seed, bar=steps.counter("VC (metrics, rank, held-out probe)", "part"))
+    steps.close_inner()
     md += vmd
     steps.done()
     # ---- between networks

@@ -123,7 +123,8 @@ def _check_labels(labels, n_cls: int, files) -> None:
 
 def collect(model: str | None = None, weights=None, images=None, n: int | None = None, seed: int = 0,
             device: str = "cpu", input_size: int = 224, normalize: str = "imagenet", progress=None,
-            batch_size: int = 64, workers: int | None = None, labels: str = "auto", classifier: str | None = None) -> dict:
+            batch_size: int = 64, workers: int | None = None, labels: str = "auto",
+            classifier: str | None = None) -> dict:
     """Logits/features/labels for the default model or a user model on the photographs or a folder (cached).
 
     Keys: logits, features, W, b, labels (None: unlabelled), groups (source image of each sample), model,

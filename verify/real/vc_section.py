@@ -32,8 +32,11 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def vc_section(F, d, rank, seed: int) -> tuple[list, dict]:
-    """(Markdown lines, JSON dict) of the VC section for features F (N, d) and the capture ``d``."""
+def vc_section(F, d, rank, seed: int, bar=None) -> tuple[list, dict]:
+    """(Markdown lines, JSON dict) of the VC section for features F (N, d) and the capture ``d``.
+
+    ``bar``: called with the total number of parts, returns a callable advancing a progress bar by one."""
+    tick = bar(3) if bar is not None else (lambda: None)
     src, what, groups = _class_of(F, d)
     classes, y = np.unique(src, return_inverse=True)
     md = [f"## Variability collapse of the final features (VC), class = {what}", ""]
@@ -46,10 +49,13 @@ def vc_section(F, d, rank, seed: int) -> tuple[list, dict]:
     except ValueError as exc:
         hint = " (on the command line: --rank exact, or --rank auto)" if "rank='exact'" in str(exc) else ""
         return md + [f"not computed: {exc}{hint}", ""], {**out, "error": str(exc) + hint}
+    tick()
     met = {k: v for k, v in r["metrics"].items() if isinstance(v, (float, int, np.floating, np.integer))}
     Fk = r["features"]
     interp = VC.interpolates(Fk)
+    tick()
     ho = VC.held_out(Fk, y, int(met["rank"]), seed=seed, groups=groups)
+    tick()
     out.update(rank_policy=r["rank_policy"], rank=int(met["rank"]), rank_note=r["rank_note"],
                dead_columns=r["dead"], features_used=int(Fk.shape[1]), interpolates=bool(interp),
                in_sample=met, held_out=ho)
@@ -64,12 +70,11 @@ def vc_section(F, d, rank, seed: int) -> tuple[list, dict]:
                "the in-sample linear probe interpolates any labels, so in-sample VCI = 0 and probe loss = 0 here "
                "whatever the features (Gaussian noise would give the same). Read the held-out column.**", ""]
     split = ("halves of each class's source images" if groups is not None else "halves of each class's samples")
-    md += [f"Held out: LDA directions Σ_T†(μ_k − μ) fitted on one of two seeded {split} (seed {seed}; "
-           f"{ho['n_fit']} + {ho['n_test']} samples, {ho['classes']} classes) and met with the other half's class "
-           "means, both ways (VC Def 5.3 / Thm 5.1 with this cross-fitted Tr[Σ_T†Σ_B]); chance level: VCI 1, probe "
-           f"loss {_fmt(ho['chance_probe_loss'])}. Probe accuracy: least-squares probe fitted on one half, "
-           f"scored on the other (chance {_fmt(ho['chance_acc'])})." + (f" {ho['reason']}." if ho["reason"] else ""),
-           ""]
+    md += [f"Held out: the least-squares probe of VC Thm 5.1 fitted on one of two seeded {split} (seed {seed}; "
+           f"{ho['n_fit']} + {ho['n_test']} samples, {ho['classes']} classes) and scored on the other, both ways; "
+           "held-out VCI reads that loss back through Thm 5.1. Chance level (no class information): VCI 1, probe "
+           f"loss {_fmt(ho['chance_probe_loss'])}, accuracy {_fmt(ho['chance_acc'])} (majority class); an over-fitted "
+           "probe scores worse than chance." + (f" {ho['reason']}." if ho["reason"] else ""), ""]
     rows = [["vci", met["vci"], ho["vci"]], ["probe_loss", met["probe_loss"], ho["probe_loss"]],
             ["probe accuracy", None, ho["probe_acc"]]]
     rows += [[k, v, None] for k, v in met.items() if k not in ("vci", "probe_loss")]
