@@ -54,6 +54,9 @@ def test_new_categories_reports_when_the_sample_cannot_tell(tmp_path, monkeypatc
         return r
 
     monkeypatch.setattr(nd, "new_categories_result", noisy)
+    glyph_line = nd._glyph_line  # the glyph line cannot tell either (else it would decide: nd_training's module doc)
+    monkeypatch.setattr(nd, "_glyph_line", lambda ctx, planted, positive: {
+        **glyph_line(ctx, planted, positive), **({} if planted or positive else {"verdict": "cannot tell", "miss": 2.0})})
     out = run_quick("nd.new_categories", tmp_path=tmp_path)
     assert out.status == "reported", (out.status, out.error, out.measured)
     assert out.details["Tab 4 verdict (f_all ahead within the new classes by ≥ 1.7 pp)"].startswith(

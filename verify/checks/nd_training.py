@@ -242,8 +242,9 @@ def new_categories(ctx, planted, positive=False):
              ("cannot tell" if t4["verdict"] == "cannot tell" and tab2_holds else "refuted")}
     glyph = _glyph_line(ctx, planted, positive)
     holds, miss, disagree = _combine({"synthetic": synth, "glyph": glyph})
-    if not planted and not positive:
-        undecided = glyph["undecided"] or disagree
+    if not planted and not positive:  # the synthetic line's reason first (when it cannot tell), then the combination's
+        undecided = glyph["undecided"] or (None if disagree is None else "; ".join(
+            x for x in (undecided if synth["verdict"] == "cannot tell" else None, disagree) if x))
     r0 = runs[0]
     n1, n2 = int(r0["n_base"]), int(r0["n_new"])
     yes = lambda ok: "holds" if ok else "does not hold"  # noqa: E731
