@@ -109,7 +109,7 @@ def table(device, threads, tiny):
         rounds, sq = 2, 128
     else:
         pc = 8 if dev.type == "cpu" else 64
-        bs = 256 if dev.type == "cpu" else 1024
+        bs = 128 if dev.type == "cpu" else 1024
         settings = [(a, K, pc, bs, 0.0) for a in ("lenet", "resnet") for K in (1000, 100)]
         settings += [("lenet", 1000, pc, bs, 1.0), ("resnet", 1000, pc, bs, 1.0)]
         rounds, sq = 3, 1024 if dev.type == "cpu" else 8192

@@ -243,3 +243,17 @@ def test_real_glyph_task_trains_when_installed(tmp_path, monkeypatch):
     assert r.model.classifier.out_features == 20 and len(r.history["loss"]) == 2
     acc = gf.heldout_accuracy(r, per_class=2)
     assert set(acc["face_test"]) and 0 <= acc["aug_test"] <= 1
+
+
+@pytest.mark.cuda
+def test_trains_and_reads_out_on_cuda(stand_in):
+    """The device-agnostic path: training, the cache (its key holds the device type) and the read-out on CUDA."""
+    r = train.train_glyph_net(StandInConfig(), **dict(TINY, device="cuda"), checkpoints=(1,))
+    assert next(r.model.parameters()).is_cuda and r.device.startswith("cuda")
+    assert not train.train_glyph_net(StandInConfig(), **TINY).from_cache  # the CPU entry is another one
+    assert train.train_glyph_net(StandInConfig(), **dict(TINY, device="cuda"), checkpoints=(1,)).from_cache
+    X = torch.rand(9, 1, 16, 16)
+    out = gf.features(r.model, X, layers="all")
+    assert np.max(np.abs(out["logits"] - (out["features"] @ out["W"].T + out["b"]))) < 1e-10
+    assert next(r.at_checkpoint(1).parameters()).is_cuda
+    assert 0 <= gf.heldout_accuracy(r, StandInTask(StandInConfig()), per_class=2)["aug_test"] <= 1
