@@ -74,7 +74,8 @@ def hard_classes(quick: bool) -> dict:
     return {"classes": P, "hard": other > own, "own": own, "other": other, "coarse": c}
 
 
-def granularity_point(quick: bool, level: str, seed: int = 0, device=None) -> dict:
+def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch: str = pt.ARCH,
+                      epochs: int | None = None) -> dict:
     """Coarse-task probe results of the network pretrained at ``level`` (module doc), cached.
 
     Returns per eval split: ``{split}/correct`` (bool per held-out image), ``{split}/pred`` (the probe's coarse label),
@@ -86,10 +87,10 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None) -> di
     s = pt.sizes(quick)
     P = pt.class_sets(quick)["pretrain"]
     params = {"quick": bool(quick), "level": level, "seed": int(seed), "device": pt.device_type(device), "sizes": s,
-              "classes": P.tolist()}
+              "classes": P.tolist(), "arch": arch, "epochs": epochs}
 
     def compute():
-        net = pt.pretrain_net(quick, level=level, seed=seed, device=device)
+        net = pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs)
         coarse = np.asarray(glyph_task(pt.task_config(quick)).labels(COARSE))
         X, yf = pt.split_images(quick, "train", P)
         Ftr = pt.net_features(net.model, X)["features"]
@@ -109,7 +110,15 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None) -> di
         return cached("glyph_fg_granularity", params, compute)
 
 
-def granularity_runs(quick: bool, seed: int = 0, device=None) -> dict:
-    """{level: granularity_point(...)} for the three LEVELS of one seed."""
+def granularity_runs(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None,
+                     levels=LEVELS) -> dict:
+    """{level: granularity_point(...)} for ``levels`` (default the three LEVELS) of one seed."""
     with pt.shared_images(quick):
-        return {lv: granularity_point(quick, lv, seed, device) for lv in LEVELS}
+        return {lv: granularity_point(quick, lv, seed, device, arch, epochs) for lv in levels}
+
+
+#: Sensitivity (FG leaves these open; each moved toward the paper's trained, larger networks): (name, arch, epochs
+#: (None: the regime's), how it moves toward the paper). Seed 0, the two ends of the ladder only (script, fine).
+SENSITIVITY = {False: (("2× epochs (16)", pt.ARCH, 16, "longer training: FG's networks are trained to a margin"),
+                       ("ResNet (8 epochs)", "resnet", None, "the other architecture: a deeper BN network")),
+               True: (("2× epochs (6)", pt.ARCH, 6, "longer training"),)}

@@ -104,11 +104,15 @@ def shared_images(quick: bool = False):
 
 
 def pretrain_net(quick: bool, level: str = "fine", tau: float = 1.0, cos_reg: float = 0.0, seed: int = 0,
-                 device=None):
-    """The GlyphNet pretrained on P at ``level`` with temperature τ and regulariser λ (cached by the trainer)."""
+                 device=None, arch: str = ARCH, epochs: int | None = None):
+    """The GlyphNet pretrained on P at ``level`` with temperature τ and regulariser λ (cached by the trainer).
+    ``arch`` and ``epochs`` (default: the regime's) move the regime for sensitivity tables."""
     s = sizes(quick)
+    if epochs is not None:
+        doubling = [0] + [2 ** i for i in range(int(epochs).bit_length()) if 2 ** i <= epochs] + [int(epochs)]
+        s["epochs"], s["checkpoints"] = int(epochs), tuple(sorted(set(doubling)))
     with shared_images(quick):
-        return train_glyph_net(task_config(quick), arch=ARCH, level=level, classes=class_sets(quick)["pretrain"], tau=float(tau),
+        return train_glyph_net(task_config(quick), arch=arch, level=level, classes=class_sets(quick)["pretrain"], tau=float(tau),
                                cos_reg=float(cos_reg), epochs=s["epochs"], per_class=s["per_class"], seed=int(seed),
                                device=device, checkpoints=s["checkpoints"], progress=False)
 

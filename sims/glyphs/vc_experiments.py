@@ -44,26 +44,44 @@ PERMUTE_SEED = 7
 
 
 def collapse_metrics(H, y) -> dict:
-    """The four VC metrics of features H (n, p) with labels y, through theory.collapse (one ClassStats)."""
+    """The four VC metrics of features H (n, p) with labels y, through theory.collapse (one ClassStats).
+
+    VCI with rank min(p, K − 1) (VC Sec 6.1); fuzziness by :func:`fuzziness`."""
     st = vc.ClassStats.from_features(H, y)
-    return {"vci": vc.vci(st), "fuzziness": vc.fuzziness(st), "squared_distance": vc.squared_distance(st),
+    return {"vci": vc.vci(st), "fuzziness": fuzziness(st), "squared_distance": vc.squared_distance(st),
             "cosine_similarity": vc.cosine_similarity(st)}
+
+
+FUZZ_RTOL = 1e-6
+
+
+def fuzziness(st) -> float:
+    """Fuzziness Tr[Σ_B†Σ_W] (VC Sec 3.2) at the paper's rank min(p, K − 1) (VC Sec 4.3's remedy) when Σ_B resolves
+    it; else with Σ_B† over the eigenvalues of Σ_B above FUZZ_RTOL·λ_max. ReLU features of a LeNet have dead units,
+    so their class means can span fewer than min(p, K − 1) = 104 dimensions, where theory.collapse (rightly) refuses
+    the paper's rank and even its own pinv threshold (eigenvalues within 100× of rounding)."""
+    try:
+        return vc.fuzziness(st)
+    except ValueError:
+        wb = vc.spectra(st)["sigma_b"]
+        return vc.fuzziness(st, rank=int(np.sum(wb > FUZZ_RTOL * wb[0])))
 
 
 def _dense(y, classes):
     return np.searchsorted(np.asarray(classes), y)
 
 
-def collapse_curves(quick: bool, seed: int = 0, device=None) -> dict:
-    """Metric curves over the checkpoints of the τ = 1, λ = 0 network of ``seed`` (module doc), cached."""
+def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None) -> dict:
+    """Metric curves over the checkpoints of the τ = 1, λ = 0 network of ``seed`` (module doc), cached;
+    ``arch``/``epochs`` move the regime (sensitivity)."""
     s = pt.sizes(quick)
     params = {"quick": bool(quick), "seed": int(seed), "device": pt.device_type(device), "sizes": s,
-              "classes": pt.class_sets(quick)["pretrain"].tolist()}
+              "classes": pt.class_sets(quick)["pretrain"].tolist(), "arch": arch, "epochs": epochs}
 
     def compute():
-        net = pt.pretrain_net(quick, seed=seed, device=device)
+        net = pt.pretrain_net(quick, seed=seed, device=device, arch=arch, epochs=epochs)
         P = pt.class_sets(quick)["pretrain"]
-        out = {"epochs": np.asarray(s["checkpoints"], np.int64), "seconds": net.seconds,
+        out = {"epochs": np.asarray(sorted(net.checkpoints), np.int64), "seconds": net.seconds,
                "images_per_s": net.images_per_s}
         data = {sp: pt.split_images(quick, sp, P) for sp in SPLITS}
         perm = np.random.default_rng(PERMUTE_SEED)
@@ -71,7 +89,7 @@ def collapse_curves(quick: bool, seed: int = 0, device=None) -> dict:
             y = _dense(yf, P)
             yp = perm.permutation(y)
             rows, rows_p, acc = [], [], []
-            for e in s["checkpoints"]:
+            for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
                 rows.append([m[k] for k in METRICS])
@@ -87,16 +105,17 @@ def collapse_curves(quick: bool, seed: int = 0, device=None) -> dict:
         return cached("glyph_vc_collapse", params, compute)
 
 
-def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, device=None) -> dict:
+def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, device=None, arch: str = pt.ARCH,
+                   epochs: int | None = None) -> dict:
     """Metrics, p_pretrain and downstream probe accuracies of the (τ, λ) network of ``seed`` (module doc)."""
     s = pt.sizes(quick)
     cs = pt.class_sets(quick)
     params = {"quick": bool(quick), "tau": float(tau), "cos_reg": float(cos_reg), "seed": int(seed),
               "device": pt.device_type(device), "sizes": s, "classes": cs["pretrain"].tolist(),
-              "downstream": [q.tolist() for q in cs["downstream"]]}
+              "downstream": [q.tolist() for q in cs["downstream"]], "arch": arch, "epochs": epochs}
 
     def compute():
-        net = pt.pretrain_net(quick, tau=tau, cos_reg=cos_reg, seed=seed, device=device)
+        net = pt.pretrain_net(quick, tau=tau, cos_reg=cos_reg, seed=seed, device=device, arch=arch, epochs=epochs)
         P = cs["pretrain"]
         X, yf = pt.split_images(quick, "train", P)
         f = pt.net_features(net.model, X)
@@ -122,8 +141,20 @@ def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, devic
         return cached("glyph_vc_transfer", params, compute)
 
 
-def transfer_grid(quick: bool, seed: int = 0, device=None) -> dict:
-    """{'tau': [points over TAU_GRID at λ = 0], 'lambda': [points over LAMBDA_GRID at τ = 1]} (module doc)."""
+def transfer_grid(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None,
+                  taus=None, lambdas=None) -> dict:
+    """{'tau': [points over TAU_GRID at λ = 0], 'lambda': [points over LAMBDA_GRID at τ = 1]} (module doc);
+    ``taus``/``lambdas`` replace the grids, ``arch``/``epochs`` the regime (sensitivity)."""
+    taus = TAU_GRID[bool(quick)] if taus is None else taus
+    lambdas = LAMBDA_GRID[bool(quick)] if lambdas is None else lambdas
     with pt.shared_images(quick):
-        return {"tau": [transfer_point(quick, t, 0.0, seed, device) for t in TAU_GRID[bool(quick)]],
-                "lambda": [transfer_point(quick, 1.0, lam, seed, device) for lam in LAMBDA_GRID[bool(quick)]]}
+        return {"tau": [transfer_point(quick, t, 0.0, seed, device, arch, epochs) for t in taus],
+                "lambda": [transfer_point(quick, 1.0, lam, seed, device, arch, epochs) for lam in lambdas]}
+
+
+#: Sensitivity before a refutation (VC leaves these open; each moved toward the paper's ResNet-50 trained for
+#: hundreds of epochs): (name, arch, epochs, τ grid, λ grid). Reduced grids (3 + 3 networks, 5 distinct): the sign
+#: of r is what is compared.
+SENSITIVITY = {False: (("LeNet, 2× epochs (16)", "lenet", 16, (0.1, 0.4, 1.0), (0.0, 0.5, 1.0)),
+                       ("ResNet, 8 epochs", "resnet", None, (0.1, 0.4, 1.0), (0.0, 0.5, 1.0))),
+               True: (("LeNet, 2× epochs (6)", "lenet", 6, (0.1, 1.0), (0.0, 1.0)),)}

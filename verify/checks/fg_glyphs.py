@@ -71,7 +71,7 @@ def _hard_per_image(h: dict, fine) -> np.ndarray:
 def constructed_correct(rng, quick: bool) -> tuple:
     """Positive control: FG's picture built into features, through the same linear_probe and judge. Script-level
     'backbone': a one-hot of the script — for the hard classes, of a wrong script (the common feature absent);
-    base/fine level: a one-hot of the code point (fine features carry every grouping). Plus Gaussian noise."""
+    base/fine level: a one-hot of the code point (fine features carry every grouping). Plus Gaussian noise of norm ≈ 0.3."""
     h = gr.hard_classes(quick)
     P, coarse, hard_c = h["classes"], h["coarse"], h["hard"]
     K, S = len(P), int(coarse.max()) + 1
@@ -82,10 +82,29 @@ def constructed_correct(rng, quick: bool) -> tuple:
     feats = {"script": lambda y: np.eye(S)[code[y]], "base": lambda y: np.eye(K)[y], "fine": lambda y: np.eye(K)[y]}
     correct = {}
     for lv in gr.LEVELS:
-        Ftr = feats[lv](ytr) + 0.3 * rng.normal(size=(len(ytr), feats[lv](ytr[:1]).shape[1]))
-        Fte = feats[lv](yte) + 0.3 * rng.normal(size=(len(yte), feats[lv](yte[:1]).shape[1]))
+        d = feats[lv](ytr[:1]).shape[1]
+        Ftr = feats[lv](ytr) + 0.3 / math.sqrt(d) * rng.normal(size=(len(ytr), d))  # noise of norm ≈ 0.3
+        Fte = feats[lv](yte) + 0.3 / math.sqrt(d) * rng.normal(size=(len(yte), d))
         correct[lv] = linear_probe(Ftr, coarse[ytr], Fte, coarse[yte])["correct"]
     return correct, hard_c[yte]
+
+
+def sensitivity(quick: bool, device, coarse_of, h) -> dict:
+    """Rows of gr.SENSITIVITY: script- and code-point-pretrained accuracies of the script probe and the gain."""
+    rows = {}
+    for name, arch, epochs, why in gr.SENSITIVITY[bool(quick)]:
+        runs = gr.granularity_runs(quick, 0, device, arch, epochs, levels=(gr.LEVELS[0], gr.LEVELS[-1]))
+        fine = runs[gr.LEVELS[0]][f"{SPLIT}/fine"]
+        hard = _hard_per_image(h, fine)
+        row = {}
+        for lv, r in runs.items():
+            c = np.asarray(r[f"{SPLIT}/pred"]) == coarse_of[fine]
+            row[lv] = [_f(c.mean()), _f(c[hard].mean()), _f(c[~hard].mean())]
+            row[f"{lv}: own accuracy"] = _f(r[f"{SPLIT}/own_accuracy"])
+        row["gain all, hard, easy"] = [_f(a - b) for a, b in zip(row[gr.LEVELS[-1]], row[gr.LEVELS[0]])]
+        row["moves toward the paper"] = why
+        rows[name] = row
+    return rows
 
 
 def _f(x):
@@ -154,6 +173,9 @@ def label_granularity(ctx, planted, positive=False):
                         f"{int((~hard).sum())} easy",
         "training seconds (measured when trained)": {lv: _f(r["seconds"]) for lv, r in runs.items()},
     }
+    if not planted and trained and not holds:  # before a refutation: the choices FG leaves open, moved its way
+        details["sensitivity (seed 0, script vs code-point pretraining, aug_test: acc all, hard, easy)"] = \
+            sensitivity(ctx.quick, ctx.device, coarse_of, h)
     undecided = finding = None
     if not planted:
         if not trained:
