@@ -23,6 +23,11 @@ import numpy as np
 from sims.cache import cached
 from sims.glyphs import suite
 from sims.glyphs.features import features
+from sims.threads import single_threaded
+
+#: One torch and one BLAS thread for every computation here: on the shared 2-core machine a multi-threaded SVD of a
+#: 512 × 4096 layer output took 22 s against 1.2 s single-threaded (measured at load 14).
+_one_thread = single_threaded(torch_threads=1, blas_threads=1)
 
 FIT_SPLIT = "aug_test"
 TEST_SPLIT = "face_test"
@@ -36,6 +41,7 @@ _MEMO: dict = {}
 _LOCK = threading.RLock()
 
 
+@_one_thread
 def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dict:
     """float64 logits, features, W, b of the named network on the shared held-out images of ``split``, restricted to
     its classes; ``labels`` (output indices), ``y_fine``, ``face``, ``names`` (one per output). Memoised."""
@@ -56,6 +62,7 @@ def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dic
         return _MEMO[key]
 
 
+@_one_thread
 def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_SPLIT, device=None) -> dict:
     """RD's per-layer rank curve: the PCA dimension (RD Sec 4.3's float32 rule, :func:`theory.rank.pca_dim`) of the
     input pixels, every stage's flattened output, the final features and the logits, on ``n`` images of ``split``
@@ -83,6 +90,7 @@ def _accuracies(logits, y, n1: int) -> dict:
     return {"all": hit_all, "new_within": hit_new, "base_within": hit_base}
 
 
+@_one_thread
 def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> dict:
     """ND Sec 3.2 on the glyph networks (module doc): accuracies of f_all (Θ by CE over all classes), of the
     literal arm (Θ by CE over the new classes on new-class samples only) and of f_baseline, with the paired SEs, in

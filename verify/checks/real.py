@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from sims.real import analysis as A
+from sims.threads import single_threaded
 from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
                                        SUPPORT_MAX, glyph_data, judge_table1, row_view,
                                        table1_sensitivity)
@@ -35,6 +36,9 @@ REAL_SEEDS = GLYPH_SEEDS
 SENS = "sensitivity: the verdict with each open choice moved (median columns, miss in tolerance units)"
 
 _SOLVED: dict = {}
+#: One BLAS thread: the 1000 × 1000 second moments, the exact paths and the SVDs are slower multi-threaded on the
+#: shared 2-core machine (see sims/glyphs/dependencies.py).
+_one_blas_thread = single_threaded(torch_threads=None, user_api="blas")
 
 
 def imagenet_dir() -> str | None:
@@ -171,6 +175,7 @@ def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
     figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"),
 )
+@_one_blas_thread
 def table1_metrics(ctx, planted, positive=False):
     """ND Tab 1 on a glyph network (or EfficientNet-Lite0 on ImageNet): abs/rel error, accuracy and positive
     accuracy with the replaced logit.
@@ -246,6 +251,7 @@ def _few_suffice(smallest: dict, d: dict) -> tuple[str, str]:
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
     figures=("nd.glyph_support_vs_error",),
 )
+@_one_blas_thread
 def independence_deficit(ctx, planted, positive=False):
     """RD Eq 11–12 on W F(x) (the final features times the last dense layer, without its bias).
 
@@ -298,6 +304,7 @@ def _cls(pc, labels, planted, rng):
     positive_control="planted features of rank 3 (plus 1e-3 noise) in 40 dimensions: ClsDim ≤ 3",
     figures=("rd.glyph_layer_ranks",),
 )
+@_one_blas_thread
 def cls_dim_check(ctx, planted, positive=False):
     """RD Eq 6: ClsDim = min{k : acc(Cls(Pro_k F(x))) ≥ 0.95·acc(Cls(F(x)))}, bisection over k ≤ d.
 
