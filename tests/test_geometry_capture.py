@@ -222,3 +222,24 @@ def test_inputs_are_not_mutated_and_labels_are_checked():
     assert all(torch.equal(a, b) for a, b in zip(w0, m.parameters()))
     with pytest.raises(ValueError, match=r"label 3 is outside \[0, 3\)"):
         capture(m, batches(X, y), LAYERS, n_classes=3, progress=False)
+
+
+def test_n_below_p_and_batches_of_one_row():
+    """10 samples of 24-wide layers, one row per batch: the streamed metrics and CKA equal the two-pass ones."""
+    m = net()
+    X, y = data(n=10)
+    st = capture(m, [(X[i:i + 1], y[i:i + 1]) for i in range(10)], LAYERS, n_classes=4, progress=False)
+    rows = [acts(m, X[i:i + 1]) for i in range(10)]  # float32 layers: the same one-row forward passes
+    H = {k: np.concatenate([r[k] for r in rows]) for k in LAYERS}
+    r = layer_metrics(st, "0")
+    assert r["p"] == 24 and rel(r["effective_rank"], effective_rank(H["0"])) < 1e-9
+    assert rel(cka_matrix(st, debiased=True)["matrix"][0][1], linear_cka(H["0"], H["2"], debiased=True)) < 1e-9
+
+
+def test_tiny_features_keep_their_fourth_powers():
+    """Activations of size 1e-120 (fourth powers below float64's range) give the CKA of the rescaled data."""
+    X, _ = data(n=50)
+    Xs = X.double() * 1e-120
+    lin = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Tanh())
+    st = capture(lin.double(), [Xs[:1], Xs[1:20], Xs[20:]], ["0"], pairs=None, progress=False)
+    assert rel(layer_metrics(st, "0")["participation_ratio"], participation_ratio(X.double().numpy())) < 1e-9

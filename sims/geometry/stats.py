@@ -134,6 +134,7 @@ class GeometryState:
     def cross_moments(self, a: str, b: str | None = None):
         """The :class:`theory.geometry.CrossMoments` of layers a and b (b = a: the layer with itself)."""
         from theory.geometry import CrossMoments
+        from theory.geometry.moments import NO_SPREAD
 
         b = a if b is None else b
         for k in (a, b):
@@ -150,12 +151,9 @@ class GeometryState:
         else:
             raise ValueError(f"layers {a!r} and {b!r}: their cross-moments were not captured (pairs: "
                              f"{sorted(self.pairs)[:6]}...); capture with pairs='all'")
-        m = CrossMoments(self.dims[a], self.dims[b])
-        m.n = self.n
-        m.ox, m.oy = La["o"].copy(), Lb["o"].copy()
-        m.ex, m.ey = int(La["e"]) if self.n else LOW, int(Lb["e"]) if self.n else LOW
-        m.sums = {k: (np.copy(v) if isinstance(v, np.ndarray) else float(v)) for k, v in sums.items()}
-        return m
+        ex = int(La["e"]) if self.n and np.any(La["C"]) else NO_SPREAD
+        ey = int(Lb["e"]) if self.n and np.any(Lb["C"]) else NO_SPREAD
+        return CrossMoments.from_state(int(self.n), La["o"], Lb["o"], ex, ey, sums)
 
     def class_stats(self, name: str):
         """VC's :class:`theory.collapse.ClassStats` of layer ``name`` from the streamed class sums.
@@ -231,78 +229,101 @@ class Accumulator:
     """Torch float64 accumulators of the layers' sums on ``device`` (the module doc's quantities).
 
     ``update(feats, y)``: feats {name: (b, p) tensor} of the same b samples, y (b,) int64 labels or None.
-    ``state()``: the numpy :class:`GeometryState`."""
+    ``state()``: the numpy :class:`GeometryState`.
+
+    Per batch and layer, one (b, p + 2) float64 buffer A = [x̃ | ‖x̃‖² | 1] is formed and one GEMM AᵀA adds
+    C, u = Σ‖x̃‖²x̃, s, w and n at once; with labels the buffer has the unit rows h/‖h‖ appended and one
+    indicator product (K × b)·A adds the class sums S, T, counts and U. A pair of layers costs one GEMM
+    [x̃_a | ‖x̃_a‖²]ᵀ[x̃_b | ‖x̃_b‖²] (C_ab, u_ab, u_ba and w_ab)."""
 
     def __init__(self, dims: dict, n_classes: int | None, pairs, device):
         import torch
 
-        self.torch, self.device = torch, device
+        self.torch, self.device = torch, torch.device(device)
         self.dims, self.K, self.pairs = dict(dims), n_classes, [tuple(ab) for ab in pairs]
-        f = dict(dtype=torch.float64, device=device)
-        k = 0 if n_classes is None else int(n_classes)
-        self.L = {n: {"s": torch.zeros(p, **f), "C": torch.zeros(p, p, **f), "u": torch.zeros(p, **f),
-                      "w": torch.zeros((), **f), "counts": torch.zeros(k, **f), "S": torch.zeros(k, p, **f),
-                      "T": torch.zeros(k, **f), "U": torch.zeros(k, p, **f)} for n, p in dims.items()}
-        self.P = {ab: {"C": torch.zeros(dims[ab[0]], dims[ab[1]], **f), "ua": torch.zeros(dims[ab[0]], **f),
-                       "ub": torch.zeros(dims[ab[1]], **f), "w": torch.zeros((), **f)} for ab in self.pairs}
+        f = dict(dtype=torch.float64, device=self.device)
+        self.G = {n: torch.zeros(p + 2, p + 2, **f) for n, p in dims.items()}
+        self.KC = {n: torch.zeros(int(n_classes), 2 * p + 2, **f) for n, p in dims.items()} if n_classes else {}
+        self.P = {ab: torch.zeros(dims[ab[0]] + 1, dims[ab[1]] + 1, **f) for ab in self.pairs}
         self.o: dict = {}
         self.e: dict = {}
         self.eps = {n: 0.0 for n in dims}
         self.n = 0
 
+    def _origin(self, name: str, h) -> None:
+        torch = self.torch
+        o = h.mean(dim=0)
+        o = o + (h - o).mean(dim=0)  # two passes: the origin is the batch mean to rounding
+        top = float((h - o).abs().max()) if h.numel() else 0.0
+        if not np.isfinite(top):
+            raise ValueError(f"layer {name!r}: non-finite activations (NaN or Inf) in the first batch")
+        if top == 0:  # one row, or constant so far: the features' own size sets the unit
+            top = float(h.abs().max()) if h.numel() else 0.0
+        self.o[name], self.e[name] = o, pow2(top)
+        self._scale = getattr(self, "_scale", {})
+        self._scale[name] = torch.ldexp(torch.ones((), dtype=torch.float64, device=self.device),
+                                        torch.tensor(-self.e[name], device=self.device))
+
     def update(self, feats: dict, y=None) -> None:
         torch = self.torch
-        X, kd = {}, {}
+        A = {}
+        b = next(iter(feats.values())).shape[0] if feats else 0
+        if y is not None and self.device.type == "cpu":
+            import scipy.sparse as sps
+
+            yn = y.numpy()
+            ind = sps.csr_matrix((np.ones(b), (yn, np.arange(b))), shape=(int(self.K), b))
         for name, h in feats.items():
+            p = self.dims[name]
             if h.is_floating_point():
                 self.eps[name] = max(self.eps[name], float(torch.finfo(h.dtype).eps))
             h = h.to(device=self.device, dtype=torch.float64)
             if name not in self.o:
-                o = h.mean(dim=0)
-                o = o + (h - o).mean(dim=0)  # two passes: the origin is the batch mean to rounding
-                self.o[name] = o
-                top = float((h - o).abs().max()) if h.numel() else 0.0
-                if not np.isfinite(top):
-                    raise ValueError(f"layer {name!r}: non-finite activations (NaN or Inf) in the first batch")
-                self.e[name] = pow2(top)
-            x = (h - self.o[name]) * (2.0 ** -self.e[name]) if self.e[name] > -1000 else \
-                torch.ldexp(h - self.o[name], torch.tensor(-self.e[name], device=self.device))
-            k = (x * x).sum(dim=1)
-            if not bool(torch.isfinite(k.sum())):
-                raise ValueError(f"layer {name!r}: non-finite activations (NaN or Inf), or values so large that "
-                                 "their fourth powers overflow, in batch at sample "
-                                 f"{self.n}; check the model and its input")
-            L = self.L[name]
-            L["s"] += x.sum(dim=0)
-            L["C"].addmm_(x.T, x)
-            L["u"].addmv_(x.T, k)
-            L["w"] += k @ k
+                self._origin(name, h)
+            buf = torch.empty(b, 2 * p + 2 if y is not None else p + 2, dtype=torch.float64, device=self.device)
+            x = buf[:, :p]
+            torch.sub(h, self.o[name], out=x)
+            if self.e[name]:
+                x.mul_(self._scale[name])
+            buf[:, p] = torch.linalg.vector_norm(x, dim=1).square_()
+            buf[:, p + 1] = 1.0
+            core = buf[:, :p + 2]
+            self.G[name].addmm_(core.T, core)
             if y is not None:
-                L["counts"].index_add_(0, y, torch.ones_like(k))
-                L["S"].index_add_(0, y, x)
-                L["T"].index_add_(0, y, k)
-                nrm = h.norm(dim=1, keepdim=True)
-                L["U"].index_add_(0, y, torch.where(nrm > 0, h / nrm.clamp_min(1e-300), torch.zeros_like(h)))
-            X[name], kd[name] = x, k
-        for a, b in self.pairs:
-            P = self.P[(a, b)]
-            P["C"].addmm_(X[a].T, X[b])
-            P["ua"].addmv_(X[a].T, kd[b])
-            P["ub"].addmv_(X[b].T, kd[a])
-            P["w"] += kd[a] @ kd[b]
-        self.n += next(iter(X.values())).shape[0] if X else 0
+                nrm = torch.linalg.vector_norm(h, dim=1, keepdim=True)
+                torch.div(h, nrm.clamp_min_(1e-300), out=buf[:, p + 2:])  # a zero row stays 0 (cosine convention)
+                if self.device.type == "cpu":
+                    self.KC[name].numpy()[:] += ind @ buf.numpy()
+                else:  # atomics on the GPU
+                    self.KC[name].index_add_(0, y, buf)
+            A[name] = buf[:, :p + 1]
+        for a, c in self.pairs:
+            self.P[(a, c)].addmm_(A[a].T, A[c])
+        self.n += b
 
     def state(self) -> GeometryState:
         st = GeometryState(self.dims, self.K, self.pairs)
         st.n = self.n
-        for name in self.dims:
-            L = {k: v.detach().cpu().numpy().astype(np.float64) for k, v in self.L[name].items()}
-            L["w"] = np.float64(L["w"])
-            L["o"] = self.o[name].cpu().numpy() if name in self.o else np.zeros(self.dims[name])
+        for name, p in self.dims.items():
+            G = self.G[name].detach().cpu().numpy()
+            if not np.all(np.isfinite(G)):
+                raise ValueError(f"layer {name!r}: non-finite activations (NaN or Inf), or values so large that their "
+                                 "fourth powers overflow; check the model and its input")
+            L = {"s": G[:p, p + 1].copy(), "C": G[:p, :p].copy(), "u": G[:p, p].copy(), "w": np.float64(G[p, p])}
+            if self.K:
+                KC = self.KC[name].detach().cpu().numpy()
+                L.update(counts=np.rint(KC[:, p + 1]), S=KC[:, :p].copy(), T=KC[:, p].copy(), U=KC[:, p + 2:].copy())
+            else:
+                L.update(counts=np.zeros(0), S=np.zeros((0, p)), T=np.zeros(0), U=np.zeros((0, p)))
+            L["o"] = self.o[name].cpu().numpy() if name in self.o else np.zeros(p)
             L["e"] = np.int64(self.e.get(name, LOW)) if self.n else np.int64(LOW)
             st.layers[name] = L
             st.eps[name] = self.eps[name] or float(np.finfo(np.float32).eps)
-        for ab in self.pairs:
-            st.pairs[ab] = {k: v.detach().cpu().numpy().astype(np.float64) for k, v in self.P[ab].items()}
-            st.pairs[ab]["w"] = np.float64(st.pairs[ab]["w"])
+        for (a, c) in self.pairs:
+            P = self.P[(a, c)].detach().cpu().numpy()
+            p, q = self.dims[a], self.dims[c]
+            if not np.all(np.isfinite(P)):
+                raise ValueError(f"layers {a!r}, {c!r}: non-finite cross-moments (NaN/Inf activations or overflow)")
+            st.pairs[(a, c)] = {"C": P[:p, :q].copy(), "ua": P[:p, q].copy(), "ub": P[p, :q].copy(),
+                                "w": np.float64(P[p, q])}
         return st
