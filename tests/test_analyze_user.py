@@ -156,6 +156,23 @@ def test_held_out_probe_is_not_swamped_by_near_dead_channels():
     assert ho["probe_acc"] > 0.9 and ho["vci"] < 0.4 and ho["probe_loss"] < 0.4 * ho["chance_probe_loss"]
 
 
+def test_vc_heading_names_the_class_the_metrics_use():
+    """One place decides the class: labels, else the source image of each crop, else the predicted class."""
+    from verify.real.vc_section import vc_section
+
+    rng = np.random.default_rng(4)
+    L = rng.normal(size=(60, 3))
+    F = rng.normal(size=(60, 8)) + 3 * np.eye(8)[L.argmax(1)]
+    src = np.arange(60) % 5
+    cases = [({"labels": src % 2, "per_image": True}, "the true class", 2),
+             ({"labels": None, "per_image": False, "groups": src}, "the source image", 5),
+             ({"labels": None, "per_image": True, "groups": np.arange(60)}, "the model's predicted class", 3)]
+    for d, what, K in cases:
+        md, out = vc_section(F, {**d, "logits": L}, "auto", 0)
+        assert md[0].startswith(f"## Variability collapse of the final features (VC), class = {what}")
+        assert out["classes"] == K and out["class"].startswith(what)
+
+
 def test_stratified_halves_keep_groups_apart():
     y = np.repeat([0, 1], 12)
     g = np.repeat(np.arange(6), 4)  # 3 source images per class, 4 crops each
