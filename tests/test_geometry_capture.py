@@ -243,3 +243,21 @@ def test_tiny_features_keep_their_fourth_powers():
     lin = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Tanh())
     st = capture(lin.double(), [Xs[:1], Xs[1:20], Xs[20:]], ["0"], pairs=None, progress=False)
     assert rel(layer_metrics(st, "0")["participation_ratio"], participation_ratio(X.double().numpy())) < 1e-9
+
+
+def test_the_gpu_class_sum_path_equals_the_cpu_one():
+    """The index_add_ path used on a GPU (run here on the CPU) accumulates the same class sums as the sparse one."""
+    from sims.geometry.stats import Accumulator
+
+    X, y = data(n=100)
+    accs = []
+    for sparse in (True, False):
+        acc = Accumulator({"a": 6}, 4, (), "cpu")
+        acc.sparse = sparse
+        with torch.inference_mode():
+            for i in range(0, 100, 30):
+                acc.update({"a": X[i:i + 30]}, y[i:i + 30])
+        accs.append(acc.state())
+    for key in ("counts", "S", "T", "U"):
+        assert np.allclose(accs[0].layers["a"][key], accs[1].layers["a"][key], rtol=1e-14, atol=1e-12), key
+    assert accs[0].layers["a"]["counts"].sum() == 100

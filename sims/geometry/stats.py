@@ -228,13 +228,17 @@ def merge_all(states) -> "GeometryState":
 class Accumulator:
     """Torch float64 accumulators of the layers' sums on ``device`` (the module doc's quantities).
 
-    ``update(feats, y)``: feats {name: (b, p) tensor} of the same b samples, y (b,) int64 labels or None.
-    ``state()``: the numpy :class:`GeometryState`.
+    ``update(feats, y)``: feats {name: (b, p) tensor} of the same b samples, y (b,) int64 labels or None (labels
+    either always or never). ``state()``: the numpy :class:`GeometryState`.
 
-    Per batch and layer, one (b, p + 2) float64 buffer A = [x̃ | ‖x̃‖² | 1] is formed and one GEMM AᵀA adds
-    C, u = Σ‖x̃‖²x̃, s, w and n at once; with labels the buffer has the unit rows h/‖h‖ appended and one
-    indicator product (K × b)·A adds the class sums S, T, counts and U. A pair of layers costs one GEMM
-    [x̃_a | ‖x̃_a‖²]ᵀ[x̃_b | ‖x̃_b‖²] (C_ab, u_ab, u_ba and w_ab)."""
+    Each layer stages R rows of x̃ (R, p), ‖x̃‖² (R,) and, with labels, h/‖h‖ (R, p) (R·(2p + 1) ≤ 2^22 floats,
+    32 MiB, and at least one batch: memory independent of N); batches are written there in float64 (x̃ in one
+    pass). When the stage is full, one GEMM X̃ᵀX̃ adds C, and matrix–vector products add u = X̃ᵀk, s and
+    w = kᵀk; one indicator product (K × R) adds the class sums S, T, counts and U (``index_add_`` on a GPU); a
+    pair of layers adds X̃_aᵀX̃_b, X̃_aᵀk_b, X̃_bᵀk_a and k_aᵀk_b. Staging amortises the per-call overhead of small
+    batches and narrow layers over R rows."""
+
+    STAGE = 2 ** 22  # floats per layer's staging buffer (at least one batch)
 
     def __init__(self, dims: dict, n_classes: int | None, pairs, device):
         import torch
@@ -247,8 +251,15 @@ class Accumulator:
         self.P = {ab: torch.zeros(dims[ab[0]] + 1, dims[ab[1]] + 1, **f) for ab in self.pairs}
         self.o: dict = {}
         self.e: dict = {}
+        self._scale: dict = {}
+        self._neg_os: dict = {}
         self.eps = {n: 0.0 for n in dims}
         self.n = 0
+        self.buf: dict = {}
+        self.ybuf = None
+        self.fill = 0
+        self.labelled = None
+        self.sparse = self.device.type == "cpu"  # class sums: scipy's indicator product, else index_add_ (GPU)
 
     def _origin(self, name: str, h) -> None:
         torch = self.torch
@@ -260,49 +271,107 @@ class Accumulator:
         if top == 0:  # one row, or constant so far: the features' own size sets the unit
             top = float(h.abs().max()) if h.numel() else 0.0
         self.o[name], self.e[name] = o, pow2(top)
-        self._scale = getattr(self, "_scale", {})
         self._scale[name] = torch.ldexp(torch.ones((), dtype=torch.float64, device=self.device),
                                         torch.tensor(-self.e[name], device=self.device))
+        self._neg_os[name] = -(o * self._scale[name])
+
+    def _stage(self, b: int) -> None:
+        """Room for b more rows: flush a full buffer; (re)allocate buffers that are too small for one batch."""
+        torch = self.torch
+        rows = max(self.buf[n].shape[0] for n in self.buf) if self.buf else 0
+        if self.fill + b <= rows:
+            return
+        self.flush()
+        if b <= rows:
+            return
+        wide = max((2 if self.labelled else 1) * p + 1 for p in self.dims.values())
+        R = max(b, min(8192, self.STAGE // wide))
+        f = dict(dtype=torch.float64, device=self.device)
+        self.buf = {n: torch.empty(R, p, **f) for n, p in self.dims.items()}  # x̃ rows
+        self.kbuf = {n: torch.empty(R, **f) for n in self.dims}  # ‖x̃‖²
+        self.ubuf = {n: torch.empty(R, p, **f) for n, p in self.dims.items()} if self.labelled else {}  # h/‖h‖
+        self.ybuf = torch.empty(R, dtype=torch.long, device=self.device)
 
     def update(self, feats: dict, y=None) -> None:
         torch = self.torch
-        A = {}
+        if set(feats) != set(self.dims):
+            raise ValueError(f"update: expected the layers {list(self.dims)}, got {list(feats)}")
         b = next(iter(feats.values())).shape[0] if feats else 0
-        if y is not None and self.device.type == "cpu":
-            import scipy.sparse as sps
-
-            yn = y.numpy()
-            ind = sps.csr_matrix((np.ones(b), (yn, np.arange(b))), shape=(int(self.K), b))
+        if self.labelled is None:
+            self.labelled = y is not None and bool(self.K)
+        elif self.labelled != (y is not None):
+            raise ValueError(f"labels: a batch at sample {self.n} " + ("has none" if self.labelled else "has labels")
+                             + " while the earlier ones " + ("had" if self.labelled else "had none"))
+        if b == 0:
+            return
+        self._stage(b)
+        r0, r1 = self.fill, self.fill + b
         for name, h in feats.items():
             p = self.dims[name]
+            if h.shape[1:] != (p,):
+                raise ValueError(f"layer {name!r}: {tuple(h.shape[1:])} features in this batch, {p} in the first")
             if h.is_floating_point():
                 self.eps[name] = max(self.eps[name], float(torch.finfo(h.dtype).eps))
             h = h.to(device=self.device, dtype=torch.float64)
             if name not in self.o:
                 self._origin(name, h)
-            buf = torch.empty(b, 2 * p + 2 if y is not None else p + 2, dtype=torch.float64, device=self.device)
-            x = buf[:, :p]
-            torch.sub(h, self.o[name], out=x)
-            if self.e[name]:
-                x.mul_(self._scale[name])
-            buf[:, p] = torch.linalg.vector_norm(x, dim=1).square_()
-            buf[:, p + 1] = 1.0
-            core = buf[:, :p + 2]
-            self.G[name].addmm_(core.T, core)
-            if y is not None:
+            x = self.buf[name][r0:r1]
+            # x̃ = h·2^−e − o·2^−e in one pass: the same bits as (h − o)·2^−e (powers of two are exact)
+            torch.addcmul(self._neg_os[name], h, self._scale[name], out=x)
+            torch.linalg.vector_norm(x, dim=1, out=self.kbuf[name][r0:r1]).square_()
+            if self.labelled:
                 nrm = torch.linalg.vector_norm(h, dim=1, keepdim=True)
-                torch.div(h, nrm.clamp_min_(1e-300), out=buf[:, p + 2:])  # a zero row stays 0 (cosine convention)
-                if self.device.type == "cpu":
-                    self.KC[name].numpy()[:] += ind @ buf.numpy()
-                else:  # atomics on the GPU
-                    self.KC[name].index_add_(0, y, buf)
-            A[name] = buf[:, :p + 1]
-        for a, c in self.pairs:
-            self.P[(a, c)].addmm_(A[a].T, A[c])
+                torch.div(h, nrm.clamp_min_(1e-300), out=self.ubuf[name][r0:r1])  # a zero row stays 0 (cosine)
+        if self.labelled:
+            self.ybuf[r0:r1] = y.to(self.device)
+        self.fill = r1
         self.n += b
 
+    def flush(self) -> None:
+        """Add the staged rows to the sums: G[:p, :p] += XᵀX, G[:p, p] += Xᵀk, G[:p, p + 1] += Σx̃, G[p, p] += kᵀk;
+        class sums through one indicator product; pairs X_aᵀX_b, X_aᵀk_b, X_bᵀk_a, k_aᵀk_b."""
+        m = self.fill
+        if m == 0:
+            return
+        if self.labelled and self.sparse:
+            import scipy.sparse as sps
+
+            yn = self.ybuf[:m].numpy()
+            ind = sps.csr_matrix((np.ones(m), (yn, np.arange(m))), shape=(int(self.K), m))
+        for name, p in self.dims.items():
+            X, k, G = self.buf[name][:m], self.kbuf[name][:m], self.G[name]
+            G[:p, :p].addmm_(X.T, X)
+            G[:p, p].addmv_(X.T, k)
+            G[:p, p + 1] += X.sum(dim=0)
+            G[p, p] += k @ k
+            G[p + 1, p + 1] += m
+            if self.labelled:
+                KC = self.KC[name]
+                if self.sparse:
+                    KCn = KC.numpy()
+                    KCn[:, :p] += ind @ X.numpy()
+                    KCn[:, p] += np.bincount(yn, weights=k.numpy(), minlength=int(self.K))
+                    KCn[:, p + 1] += np.bincount(yn, minlength=int(self.K))
+                    KCn[:, p + 2:] += ind @ self.ubuf[name][:m].numpy()
+                else:  # atomics on the GPU
+                    y = self.ybuf[:m]
+                    KC[:, :p].index_add_(0, y, X)
+                    KC[:, p].index_add_(0, y, k)
+                    KC[:, p + 1].index_add_(0, y, self.torch.ones_like(k))
+                    KC[:, p + 2:].index_add_(0, y, self.ubuf[name][:m])
+        for a, c in self.pairs:
+            Xa, Xc, ka, kc = self.buf[a][:m], self.buf[c][:m], self.kbuf[a][:m], self.kbuf[c][:m]
+            P, p, q = self.P[(a, c)], self.dims[a], self.dims[c]
+            P[:p, :q].addmm_(Xa.T, Xc)
+            P[:p, q].addmv_(Xa.T, kc)
+            P[p, :q].addmv_(Xc.T, ka)
+            P[p, q] += ka @ kc
+        self.fill = 0
+
     def state(self) -> GeometryState:
-        st = GeometryState(self.dims, self.K, self.pairs)
+        with self.torch.inference_mode():  # the buffers may be inference tensors (a capture's)
+            self.flush()
+        st = GeometryState(self.dims, self.K if self.labelled else None, self.pairs)
         st.n = self.n
         for name, p in self.dims.items():
             G = self.G[name].detach().cpu().numpy()
@@ -310,7 +379,7 @@ class Accumulator:
                 raise ValueError(f"layer {name!r}: non-finite activations (NaN or Inf), or values so large that their "
                                  "fourth powers overflow; check the model and its input")
             L = {"s": G[:p, p + 1].copy(), "C": G[:p, :p].copy(), "u": G[:p, p].copy(), "w": np.float64(G[p, p])}
-            if self.K:
+            if self.K and self.labelled:
                 KC = self.KC[name].detach().cpu().numpy()
                 L.update(counts=np.rint(KC[:, p + 1]), S=KC[:, :p].copy(), T=KC[:, p].copy(), U=KC[:, p + 2:].copy())
             else:
