@@ -106,24 +106,39 @@ def draw_dependency_graph(sol: dict, names=None, title: str = "", top: int = 8):
     return fig
 
 
-def cls_dim_curve(F: np.ndarray, W: np.ndarray, b: np.ndarray, seed: int = 0, labels=None, groups=None) -> dict:
+def cls_dim_curve(F: np.ndarray, W: np.ndarray, b: np.ndarray, seed: int = 0, labels=None, groups=None,
+                  tick=None) -> dict:
     """Accuracy of Cls(Pro_k F) vs k: in-sample PCA and PCA on a fit half (held out, split by ``groups``).
 
     With ``labels`` accuracy is against them and ClsDim's threshold is 0.95 × the full model's accuracy (RD Sec
     4); without, agreement with the full model (threshold 0.95). ``groups`` (e.g. source photograph): the
-    held-out half shares no group with the fit half.
+    held-out half shares no group with the fit half. ``tick``: called with the number of parts, returns a
+    function advancing a progress bar by one (``theorylab analyze``'s ClsDim bar).
     """
     ks = np.unique(np.geomspace(1, F.shape[1], 24).astype(int))
+    step = tick(2 * len(ks) + 3) if tick is not None else (lambda: None)
     pc = A.ProjectedClassifier(F, F, W, b)
+    step()
     g = np.arange(len(F)) if groups is None else np.asarray(groups)
     fit, test = A.grouped_halves(g, np.random.default_rng([seed, 20240607]))
     held = A.ProjectedClassifier(F[fit], F[test], W, b)
+    step()
     y = None if labels is None else np.asarray(labels)
     full = 1.0 if y is None else float(np.mean(pc.y_full == y))
     thr = 0.95 * full
-    return {"k": ks, "in_sample": np.array([pc.agreement(k, y) for k in ks]),
-            "held_out": np.array([held.agreement(k, None if y is None else y[test]) for k in ks]),
-            "cls_dim": (A.cls_dim(pc, thr, against=y)["cls_dim"] or -1) if thr > 0 else -1,  # accuracy 0: undefined
+
+    def each(f):
+        out = []
+        for k in ks:
+            out.append(f(k))
+            step()
+        return np.array(out)
+
+    in_sample = each(lambda k: pc.agreement(k, y))
+    held_out = each(lambda k: held.agreement(k, None if y is None else y[test]))
+    cd = (A.cls_dim(pc, thr, against=y)["cls_dim"] or -1) if thr > 0 else -1  # accuracy 0: undefined
+    step()
+    return {"k": ks, "in_sample": in_sample, "held_out": held_out, "cls_dim": cd,
             "d": F.shape[1], "n": len(F),
             "threshold": thr, "labelled": y is not None, "full_acc": full}
 

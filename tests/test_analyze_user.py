@@ -304,6 +304,8 @@ def test_random_crops_rank_deficient_features_progress_and_headings(own):
               "--out", str(own["dir"] / "rc"), "--json", str(own["dir"] / "rc.json")], own["dir"])
     assert r.returncode == 0, r.stderr
     assert "img/s" in r.stderr and "analyze (" in r.stderr  # capture bar with its rate, the steps bar
+    for inner in ("ND Table 1 (CovLasso)", "ClsDim (PCA, k)", "VC (metrics, rank, held-out probe)"):
+        assert inner in r.stderr  # the longer steps have bars of their own
     res = json.loads((own["dir"] / "rc.json").read_text())
     vc = res["vc"]
     assert "error" not in vc and vc["rank_policy"] == "exact" and vc["rank"] < 32

@@ -286,7 +286,8 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
     md += _table(["category i", "support", "rel err %", "acc %", "pos acc %"], rows)
     # ---- RD ClsDim
     steps.start(STEPS[4])
-    c = figs.cls_dim_curve(F, W, b, seed, labels=y, groups=d["groups"])
+    c = figs.cls_dim_curve(F, W, b, seed, labels=y, groups=d["groups"], tick=steps.counter("ClsDim (PCA, k)", "part"))
+    steps.close_inner()
     steps.done()
     what = "accuracy ≥ 0.95 × the full model's accuracy against the labels" if y is not None else \
         "95 % agreement with the full model"
