@@ -13,11 +13,13 @@ median of the per-round ratios, so a change of the machine's load between rounds
 a warm-up step come first (not timed). Also printed: the seconds per epoch at this K and per_class, the
 forward GFLOP/s × 3 (forward + backward) and, as a roofline, torch's float32 1024³ matmul rate on the device.
 
-    python benchmarks/bench_glyph_train.py [--threads T] [--device cpu|cuda] [--gpu] [--tiny] [--json PATH]
+    python benchmarks/bench_glyph_train.py [--threads T] [--gpu] [--device DEV] [--tiny] [--json PATH]
 
-``--device`` picks the device of the table (default cpu; cuda skipped with one line when absent); ``--gpu`` adds
-a CUDA table after the CPU one. ``--tiny`` shrinks every size so that the script runs in seconds (its numbers
-mean nothing). CPU runs use ``--threads`` torch threads (default 1, as the trainer).
+Without ``--gpu``: the CPU table (K = 1000 and 100, 8 images per class, batch 128, as the trainer's defaults).
+``--gpu``: the GPU table only (K = 1000, 16 images per class, batch 1024, a few seconds on one GPU), on
+``--device`` (default cuda; skipped with one line saying why when CUDA is absent; ``--device cpu`` runs the GPU
+table's code on the CPU: the gpu-check's dry run). ``--tiny`` shrinks every size so that the script runs in
+seconds (its numbers mean nothing). CPU runs use ``--threads`` torch threads (default 1, as the trainer).
 """
 import argparse
 import json
@@ -96,7 +98,7 @@ def row(arch, K, per_class, batch, device, rounds, cos_reg=0.0, size=32):
             "train_gflops_3x": 3 * fl * tr / 1e9}
 
 
-def table(device, threads, tiny):
+def table(device, threads, tiny, gpu=False):
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         print(f"{device} table skipped: torch.cuda.is_available() is False (torch {torch.__version__})")
@@ -107,12 +109,13 @@ def table(device, threads, tiny):
     if tiny:
         settings = [(a, 20, 8, 32, 0.0) for a in ("lenet", "resnet")] + [("resnet", 20, 8, 32, 1.0)]
         rounds, sq = 2, 128
+    elif not gpu:
+        settings = [(a, K, 8, 128, 0.0) for a in ("lenet", "resnet") for K in (1000, 100)]
+        settings += [(a, 1000, 8, 128, 1.0) for a in ("lenet", "resnet")]
+        rounds, sq = 3, 1024
     else:
-        pc = 8 if dev.type == "cpu" else 64
-        bs = 128 if dev.type == "cpu" else 1024
-        settings = [(a, K, pc, bs, 0.0) for a in ("lenet", "resnet") for K in (1000, 100)]
-        settings += [("lenet", 1000, pc, bs, 1.0), ("resnet", 1000, pc, bs, 1.0)]
-        rounds, sq = 3, 1024 if dev.type == "cpu" else 8192
+        settings = [(a, 1000, 16, 1024, lam) for lam in (0.0, 1.0) for a in ("lenet", "resnet")]
+        rounds, sq = 3, 8192
     peak = matmul_rate(sq, dev)
     print(f"glyph CNN training, float32, 32×32 images, device: {name}; float32 {sq}³ matmul {peak:.0f} GFLOP/s")
     head = (f"{'arch':7s} {'K':>5s} {'N':>7s} {'batch':>5s} {'λ':>4s} {'MFLOP':>6s} {'bare img/s':>11s} "
@@ -133,15 +136,14 @@ def table(device, threads, tiny):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (the trainer uses 1)")
-    ap.add_argument("--device", default="cpu", help="device of the table (cpu, cuda, cuda:1, ...)")
-    ap.add_argument("--gpu", action="store_true", help="add a CUDA table (skipped with a note without CUDA)")
+    ap.add_argument("--gpu", action="store_true", help="the GPU table (skipped with a note without CUDA)")
+    ap.add_argument("--device", default=None, help="device of the table (default: cuda with --gpu, else cpu)")
     ap.add_argument("--tiny", action="store_true", help="smallest sizes: every code path in seconds")
     ap.add_argument("--json", default=None, metavar="PATH", help="also write the numbers as JSON")
     a = ap.parse_args(argv)
-    out = {"benchmark": "glyph_train", "tiny": a.tiny, a.device: table(a.device, a.threads, a.tiny)}
-    if a.gpu and a.device != "cuda":
-        print()
-        out["cuda"] = table("cuda", a.threads, a.tiny)
+    device = a.device or ("cuda" if a.gpu else "cpu")
+    out = {"benchmark": "glyph_train", "tiny": a.tiny, "gpu" if a.gpu else "cpu": table(device, a.threads, a.tiny,
+                                                                                         a.gpu)}
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
     return out

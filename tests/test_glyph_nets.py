@@ -257,3 +257,47 @@ def test_trains_and_reads_out_on_cuda(stand_in):
     assert np.max(np.abs(out["logits"] - (out["features"] @ out["W"].T + out["b"]))) < 1e-10
     assert next(r.at_checkpoint(1).parameters()).is_cuda
     assert 0 <= gf.heldout_accuracy(r, StandInTask(StandInConfig()), per_class=2)["aug_test"] <= 1
+
+
+def test_progress_bar_reports_images_per_second_on_stderr(stand_in, capsys):
+    train.train_glyph_net(StandInConfig(), **dict(TINY, progress=True))
+    err = capsys.readouterr().err
+    assert "img/s" in err and "lenet fine K=12" in err
+    train.train_glyph_net(StandInConfig(), **dict(TINY, progress=False, seed=9))
+    assert "img/s" not in capsys.readouterr().err
+
+
+def test_the_training_set_is_drawn_once_per_task_size_and_seed():
+    class Counting(StandInTask):
+        calls = 0
+
+        def images(self, split, per_class, seed):
+            Counting.calls += 1
+            return super().images(split, per_class, seed)
+
+    task = Counting(StandInConfig())
+    a = train._train_images(task, 4, 0)
+    b = train._train_images(task, 4, 0)
+    assert Counting.calls == 1 and a[0] is b[0]
+    train._train_images(task, 4, 1)
+    train._train_images(Counting(StandInConfig()), 4, 1)  # another task object: drawn again
+    assert Counting.calls == 3
+
+
+def test_benchmark_runs_tiny_and_reports_the_ratio(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_glyph_train.py"
+    spec = importlib.util.spec_from_file_location("bench_glyph_train", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        out = bench.main(["--tiny", "--json", str(tmp_path / "b.json")])
+    finally:
+        torch.set_num_threads(threads)  # the benchmark sets one thread, as the trainer does
+    rows = out["cpu"]["rows"]
+    assert {r["arch"] for r in rows} == set(nets.ARCHS)
+    assert all(r["ratio"] > 0 and r["train_img_s"] > 0 and r["bare_img_s"] > 0 for r in rows)
+    assert (tmp_path / "b.json").exists()
