@@ -305,3 +305,19 @@ def test_readme_install_commands_match_the_extras_and_the_makefile():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert "torch==2.13.0" in deps
     assert "efficientnet-lite-pytorch==0.1.0" in extras["real"]
+
+
+def test_figs_command_names_skipped_figures_and_counts_them(monkeypatch, tmp_path, capsys):
+    """`theorylab figs` used to leave a skipped figure out of every count: it must name it with the install command,
+    count it in the last line, and still exit 0 (a missing optional package is not a failure)."""
+    from verify import api, cli
+
+    fake = api.Figures(done={"a.fig": {}}, failed={}, tracebacks={}, seconds=0.1,
+                       skipped={"b.fig": {"missing_dependency": "scikit-image (module skimage)",
+                                          "install": "pip install 'theorylab[real]'"}})
+    monkeypatch.setattr(api, "draw_figures", lambda *a, **k: fake)
+    rc = cli.main(["figs", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "b.fig skipped" in err and "pip install 'theorylab[real]'" in err
+    assert "1 figure(s) written" in out and "1 skipped" in out

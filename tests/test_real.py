@@ -1,4 +1,4 @@
-"""Real-model hooks (issue 7): capture, models, images, analysis numerics, the three real checks, analyze CLI."""
+"""Real-model hooks: capture, models, images, analysis numerics, the three real checks, analyze CLI."""
 from __future__ import annotations
 
 import os

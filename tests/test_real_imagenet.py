@@ -1,4 +1,4 @@
-"""ImageNet validation folders (issue 17): labels and names read offline, streaming resumable capture, analyze.
+"""ImageNet validation folders: labels and names read offline, streaming resumable capture, analyze.
 
 Generated JPEG folders under tmp_path in both layouts (flat ILSVRC2012_val_*.JPEG, one sub-folder per synset),
 each with one unreadable file (policy: skipped with a warning naming it); a tiny 1000-class model keeps it fast.

@@ -116,7 +116,10 @@ def cmd_figs(args) -> int:
         print(f"figure {fid} failed: {err}", file=sys.stderr)
         if args.verbose:
             print(fr.tracebacks[fid], file=sys.stderr)
-    print(f"{len(fr.done)} figure(s) written to {args.out}" + (f"; {len(fr.failed)} failed" if fr.failed else ""))
+    for fid, why in fr.skipped.items():
+        print(f"figure {fid} {report.skip_note(why)}", file=sys.stderr)
+    print(f"{len(fr.done)} figure(s) written to {args.out}" + (f"; {len(fr.failed)} failed" if fr.failed else "")
+          + (f"; {len(fr.skipped)} skipped (a missing optional package)" if fr.skipped else ""))
     return 1 if fr.failed else 0
 
 

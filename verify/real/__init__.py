@@ -2,5 +2,5 @@
 
 The torch side (models, photographs, ImageNet folders, capture, numerics) is :mod:`sims.real`; import it from
 there (``from sims.real.capture import capture``; ``from sims.real.models import default_model``). The
-re-exporting shims that used to live here were removed (issue 15: one place per thing).
+re-exporting shims that used to live here were removed (one place per thing).
 """
