@@ -10,7 +10,8 @@
 3. Peak memory of a capture of N and 2N samples (data generated batch by batch), each in a fresh process:
    resident set size on the CPU, ``torch.cuda.max_memory_allocated`` on CUDA. Goal: flat.
 
-    python benchmarks/bench_geometry.py [--n 20000] [--widths 128,512,1024] [--batch 256] [--device cpu] [--gpu] [--tiny]
+    python benchmarks/bench_geometry.py [--n 20000] [--widths 128,512,1024] [--batch 256] [--threads 1]
+                                        [--device cpu] [--gpu] [--tiny] [--json PATH]
 
 Compile/warm-up is excluded (one untimed batch first); times are the best of ``--repeat``. On the shared 2-core
 machine quote ``uptime``'s load with the numbers.

@@ -18,8 +18,9 @@ NET = '''
 import torch
 def make():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, stride=4), torch.nn.ReLU(), torch.nn.Conv2d(6, 10, 3, stride=2),
-                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(10, 3))
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, stride=4), torch.nn.ReLU(),
+                               torch.nn.Conv2d(6, 10, 3, stride=2), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                               torch.nn.Flatten(), torch.nn.Linear(10, 3))
 '''
 
 
@@ -80,10 +81,44 @@ def test_unknown_layer_is_a_one_line_error_listing_the_available_names(setup):
     r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--layers", "2,conv9", "--out", "o3", "-q")
     assert r.returncode == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "layer 'conv9' does not exist" in lines[0] and "available: 0, 1, 2, 3, 4, 5, 6" in lines[0]
+    assert len(lines) == 1 and "layer 'conv9' does not exist" in lines[0]
+    assert "available: 0, 1, 2, 3, 4, 5, 6" in lines[0]
     assert not (t / "o3" / "geometry.json").exists()
     r = _cli(t, "--images", "imgs", "--weights", "nope.pt", "--out", "o4")
     assert r.returncode == 2 and "--weights needs --model" in r.stderr
+
+
+def test_torchrun_two_processes_equal_one_process(setup):
+    """``torchrun --nproc_per_node 2 -m verify.cli geometry …`` (gloo on 127.0.0.1): rank r captures batches r, r + 2,
+    …, the states are all-reduced, rank 0 writes; the numbers equal a single process's to 1e-12."""
+    import socket
+
+    t = setup
+    args = ["--model", "geonet:make", "--images", "imgs", "--input-size", "32", "--workers", "0", "-q",
+            "--layers", "0,2,output", "--batch-size", "4"]
+    one = _cli(t, *args, "--out", "one")
+    assert one.returncode == 0, one.stderr[-2000:]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "THEORYLAB_CACHE": str(t / "cache"), "MPLBACKEND": "Agg",
+           "OMP_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr",
+                        "127.0.0.1", "--master_port", str(port), "-m", "verify.cli", "geometry", *args, "--out", "two"],
+                       cwd=t, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    a = json.loads((t / "one" / "geometry.json").read_text())
+    b = json.loads((t / "two" / "geometry.json").read_text())
+    assert b["processes"] == 2 and b["n_samples"] == a["n_samples"] == 18
+    worst = 0.0
+    for k in ("cka", "cka_debiased"):
+        for ra, rb in zip(a[k]["matrix"], b[k]["matrix"]):
+            worst = max([worst] + [abs(x - y) / abs(x) for x, y in zip(ra, rb)])
+    for layer, m in a["metrics"].items():
+        for key in ("effective_rank", "stable_rank", "participation_ratio", "nc1", "vci", "cdnv"):
+            worst = max(worst, abs(m[key] - b["metrics"][layer][key]) / abs(m[key]))
+    print(f"torchrun, 2 processes vs 1: largest relative difference {worst:.2e}")
+    assert worst < 1e-12
 
 
 def test_python_entry_point_matches_the_streamed_metrics_of_kept_activations(setup, monkeypatch):

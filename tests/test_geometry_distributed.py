@@ -1,5 +1,5 @@
 """sims.geometry.distributed: two gloo processes on 127.0.0.1 (torch.multiprocessing.spawn), each capturing half the
-batches and all-reducing, give the single-process state's metrics and CKA to ~1e-12 on both ranks; a Dask
+batches and all-reducing (explicitly, or by ``capture`` itself when a process group is up), give the single-process state's metrics and CKA to ~1e-12 on both ranks; a Dask
 LocalCluster capturing four shards and merging them on the cluster equals one pass."""
 from __future__ import annotations
 
@@ -54,10 +54,11 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
         half = 8 // world
         # rank 1 gets its half in a different batch order: the order of batches does not matter
         mine = _batches(rank * half, (rank + 1) * half)[::(-1 if rank else 1)]
-        st = capture(_net(), mine, LAYERS, n_classes=3, progress=False, device="cpu")
+        st = capture(_net(), mine, LAYERS, n_classes=3, progress=False, device="cpu", reduce=False)
         total = all_reduce(st)
+        auto = capture(_net(), mine, LAYERS, n_classes=3, progress=False, device="cpu")  # reduces by itself
         with open(f"{out}.{rank}", "wb") as f:
-            pickle.dump(_summary(total), f)
+            pickle.dump((_summary(total), _summary(auto)), f)
     finally:
         dist.destroy_process_group()
 
@@ -75,8 +76,9 @@ def test_two_gloo_processes_equal_one_process(tmp_path):
     torch.multiprocessing.spawn(_worker, args=(2, _free_port(), out), nprocs=2, join=True)
     got = [pickle.load(open(f"{out}.{r}", "rb")) for r in range(2)]
     assert got[0] == got[1]  # every rank holds the identical state
-    assert got[0]["n"] == 256
-    _close(got[0], ref, 1e-12, "two gloo processes")
+    (manual, auto), _ = got
+    assert manual["n"] == auto["n"] == 256 and manual == auto
+    _close(manual, ref, 1e-12, "two gloo processes")
 
 
 def test_all_reduce_without_a_process_group_is_a_copy():

@@ -154,27 +154,43 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
     check_args(model=model, weights=weights, images=images, crops=crops, batch_size=batch_size, workers=workers,
                layers=layers, pool=pool, max_features=max_features, labels=labels, input_size=input_size)
     check_device(device)
-    out_dir = check_out_dir(out_dir)
-    if json_path not in (None, "-"):
-        prepare_file(json_path, "--json")
     from sims.geometry import all_metrics, capture, cka_matrix
     from sims.geometry.capture import resolve
+    from sims.geometry.distributed import init_from_env
+
+    rank, world = init_from_env(device)  # under torchrun: rank r captures batches r, r + W, …; rank 0 writes
+    if world > 1 and device.startswith("cuda") and ":" not in device:
+        import torch
+
+        device = f"cuda:{torch.cuda.current_device()}"
+    out_dir = check_out_dir(out_dir) if rank == 0 else Path(out_dir)
+    if json_path not in (None, "-") and rank == 0:
+        prepare_file(json_path, "--json")
 
     spec, model_desc = _model(model, weights, device, input_size, normalize)
     layer_list = list(layers) if layers else default_layers(spec.module)
     for s in layer_list:  # unknown names: a clear error before any image is read
         resolve(spec.module, s)
     batches, total, n_cls, inputs = _batches(spec, images, crops, seed, batch_size, workers, labels, progress)
+    if world > 1:
+        if -(-total // batch_size) < world:
+            raise ValueError(f"torchrun: {-(-total // batch_size)} batch(es) of {batch_size} for {world} processes; "
+                             "every process needs at least one batch (lower --batch-size)")
+        batches = (b for i, b in enumerate(batches) if i % world == rank)
+        progress = progress if rank == 0 else False
     t0 = time.perf_counter()
     st = capture(spec.module, batches, layer_list, pool=pool, n_classes=n_cls, device=device, progress=progress,
-                 total=total, max_features=max_features)
+                 total=total if world == 1 else -(-total // world), max_features=max_features)
     wall = time.perf_counter() - t0
     metrics = all_metrics(st)
     ck, ckd = cka_matrix(st), cka_matrix(st, debiased=True)
     res = {"model": model_desc, "inputs": inputs, "n_samples": st.n, "n_classes": n_cls, "layers": layer_list,
-           "pool": pool, "device": str(device), "seconds": wall, "images_per_second": st.n / max(wall, 1e-9),
+           "pool": pool, "device": str(device), "processes": world, "seconds": wall,
+           "images_per_second": st.n / max(wall, 1e-9),
            "reused": st.reused, "metrics": metrics, "cka": ck, "cka_debiased": ckd}
     res = _jsonable(res)
+    if rank != 0:
+        return res
     md = markdown(res)
     figs = _figures(out_dir, res)
     res["figures"] = figs
@@ -222,7 +238,9 @@ CLASS_COLUMNS = (("nc1", "NC1"), ("vci", "VCI"), ("nc2", "NC2 ETF dist."), ("cdn
 def markdown(res: dict) -> str:
     cols = COLUMNS + (CLASS_COLUMNS if res["n_classes"] else ())
     out = [f"# theorylab geometry: {res['model']}", "", f"**Inputs: {res['inputs']}.** {res['n_samples']} samples, "
-           f"one pass on {res['device']} ({res['images_per_second']:.1f} images/s); activations "
+           f"one pass on {res['device']}" + (f" in {res['processes']} processes (torch.distributed, all-reduced)"
+                                              if res["processes"] > 1 else "")
+           + f" ({res['images_per_second']:.1f} images/s); activations "
            + ("mean-pooled over space/tokens" if res["pool"] == "mean" else "flattened") + ".", ""]
     if res["reused"]:
         out += [f"Reused modules (called more than once per forward pass; the last call is used): {res['reused']}.", ""]
@@ -230,7 +248,8 @@ def markdown(res: dict) -> str:
     errors = []
     for name, m in res["metrics"].items():
         out.append(f"| `{name}` | " + " | ".join(_fmt(m.get(k)) for k, _ in cols) + " |")
-        errors += [f"- `{name}` {k}: {m[k]['error']}" for k, _ in cols if isinstance(m.get(k), dict) and "error" in m[k]]
+        errors += [f"- `{name}` {k}: {m[k]['error']}" for k, _ in cols
+                   if isinstance(m.get(k), dict) and "error" in m[k]]
     out += ["", "α-ReQ: the fitted decay α; MP spikes: covariance eigenvalues above the Tracy–Widom 99 % threshold of "
             "the Marchenko–Pastur bulk; NC1 with the sample weighting; NC2: distance of the class-mean Gram matrix "
             "to a simplex ETF (docs/geometry.md).", ""]

@@ -226,8 +226,13 @@ def capture(model, batches: Iterable, layers=None, **kw) -> GeometryState:
 
 def capture_models(models: dict, batches, layers: dict, *, streams: dict | None = None, pool="mean",
                    n_classes: int | None = None, pairs="all", device=None, progress: bool | None = None,
-                   total: int | None = None, max_features: int = 4096, desc: str = "geometry") -> GeometryState:
+                   total: int | None = None, max_features: int = 4096, desc: str = "geometry",
+                   reduce: bool | None = None) -> GeometryState:
     """Several models on the same samples; layer names are "<model>/<layer>" (just "<layer>" for the key "").
+
+    ``reduce``: all-reduce the state over the ``torch.distributed`` process group (each rank captured its own
+    batches; :func:`sims.geometry.distributed.all_reduce`); None (default): when a process group is initialised
+    (``torchrun``). Every rank must capture at least one batch.
 
     ``batches`` feeds every model; or ``streams`` {model key: its own batches}, aligned by sample id (every
     batch must carry the same ids in the same order: a mismatch, or one stream ending first, is a ValueError).
@@ -267,7 +272,8 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
         acc, reused = None, {}
         for m in models.values():
             m.eval()
-        bar = tqdm(total=total, desc=desc, unit="img", smoothing=0.1, disable=None if progress is None else not progress)
+        bar = tqdm(total=total, desc=desc, unit="img", smoothing=0.1,
+                   disable=None if progress is None else not progress)
         pos = 0
         with torch.inference_mode(), bar:
             while True:
@@ -308,6 +314,14 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
     st.reused = reused
     st.meta = {"device": str(dev), "accumulated_on": str(acc_dev), "layers": {n: full[n][1] for n in names},
                "pool": pool}
+    if reduce is None:
+        reduce = torch.distributed.is_available() and torch.distributed.is_initialized()
+    if reduce:
+        from sims.geometry.distributed import all_reduce
+
+        meta = st.meta
+        st = all_reduce(st)
+        st.meta = {**meta, "world_size": torch.distributed.get_world_size()}
     return st
 
 

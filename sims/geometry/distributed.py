@@ -30,6 +30,25 @@ def _set(st, key, v):
     (st.layers[k] if kind == "L" else st.pairs[k])[a] = v
 
 
+def init_from_env(device) -> tuple[int, int]:
+    """(rank, world size): under ``torchrun`` (WORLD_SIZE > 1 in the environment) the default process group is
+    initialised here if it is not yet (NCCL for a CUDA device, else gloo); (0, 1) otherwise."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1 or not dist.is_available():
+        return 0, 1
+    if not dist.is_initialized():
+        cuda = torch.device(device).type == "cuda"
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
 def all_reduce(st: GeometryState, group=None, device=None) -> GeometryState:
     """The state of all ranks' data on every rank (module doc). ``st`` is not changed. Without an initialised
     process group it returns a copy. ``device``: where the collective's tensors live (default: CUDA for NCCL)."""
@@ -121,4 +140,4 @@ def _merge2(a: GeometryState, b: GeometryState) -> GeometryState:
     return a.merge(b)
 
 
-__all__ = ["all_reduce", "dask_capture", "merge_all"]
+__all__ = ["all_reduce", "dask_capture", "init_from_env", "merge_all"]

@@ -19,6 +19,8 @@ def cmd_geometry(args) -> int:
               seed=args.seed, device=args.device, batch_size=args.batch_size, workers=args.workers, labels=args.labels,
               pool=args.pool, max_features=args.max_features, input_size=args.input_size, normalize=args.normalize,
               json_path=args.json, progress=not args.quiet)
+    if "markdown" not in res:  # a torchrun process other than rank 0: rank 0 writes and prints
+        return 0
     if args.json == "-":
         print(json.dumps(res, ensure_ascii=False), flush=True)
         print(f"geometry: {res['markdown']}", file=sys.stderr)
