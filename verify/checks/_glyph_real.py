@@ -179,8 +179,11 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
     """ND Table 1's verdict again with each choice the paper leaves open moved (cheap rows, same library path):
     λ (ρ = 0.005, 0.05 instead of 0.02); the test images from the training faces (aug_test halves: ImageNet's
     validation images are in-distribution) instead of held-out faces; the categories the network gets most right
-    on the fit rows (the paper shows chosen illustrations) instead of a random draw; the other seed's network is
-    the check's second seed. Returns {choice: {medians, miss}}."""
+    on the fit rows, or categories with a homoglyph twin in the task (``homoglyph_groups(0.75)``: a sibling that
+    looks alike, as ImageNet's similar classes; the paper shows chosen illustrations), instead of a random draw;
+    the other seed's network is the check's second seed. Returns {choice: {medians, miss}}."""
+    from sims.glyphs import suite
+
     fit, test = d["split"]
     y = d["labels"]
     cats = list(d["cats"])
@@ -193,6 +196,10 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
     choices = {"ρ = 0.005": (fit, test, cats, 0.005), "ρ = 0.05": (fit, test, cats, 0.05),
                "test on the training faces (aug_test halves)": (f2, t2, cats, RHO),
                "categories best recognised on the fit rows": (fit, test, best, RHO)}
+    twins = sorted({int(c) for g in suite.task(ctx.quick).homoglyph_groups(0.75) for c in g if c < K})
+    if len(twins) >= 2:
+        pick = np.random.default_rng([ctx.seed, 9]).choice(twins, min(len(cats), len(twins)), replace=False)
+        choices["categories with a homoglyph twin (homoglyph_groups(0.75))"] = (fit, test, [int(c) for c in pick], RHO)
     out = {}
     for k, (a, b, c, rho) in choices.items():
         t = judge_table1(_rows_at(S, a, b, y, c, rho, offset))
