@@ -157,3 +157,19 @@ def test_default_model_on_the_photographs(tmp_path):
     res = json.loads((tmp_path / "d" / "geometry.json").read_text())
     assert res["n_samples"] == 8 and res["n_classes"] == 17 and res["metrics"]["_fc:input"]["p"] == 1280
     assert "EfficientNet-Lite0" in res["model"]
+
+
+def test_default_layers_are_the_blocks_of_the_longest_sequential_and_the_output():
+    import torch
+
+    from verify.geometry_report import default_layers
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Linear(3, 4)
+            self.blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(5)])
+            self.head = torch.nn.Linear(4, 2)
+
+    assert default_layers(Net()) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3", "blocks.4", "output"]
+    assert default_layers(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())) == ["0", "1", "output"]

@@ -263,3 +263,10 @@ def test_the_gpu_class_sum_path_equals_the_cpu_one():
     for key in ("counts", "S", "T", "U"):
         assert np.allclose(accs[0].layers["a"][key], accs[1].layers["a"][key], rtol=1e-14, atol=1e-12), key
     assert accs[0].layers["a"]["counts"].sum() == 100
+
+
+def test_accumulators_that_would_not_fit_are_refused_at_the_first_batch():
+    wide = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(4)])
+    with pytest.raises(ValueError, match=r"accumulators would take .* GiB.*6 layer pairs.*pairs=None"):
+        capture(wide, [torch.zeros(4, 64)], ["0", "1", "2", "3"], max_memory=1e6, progress=False)
+    capture(wide, [torch.randn(4, 64)], ["0", "1", "2", "3"], pairs=None, max_memory=2e8, progress=False)

@@ -227,10 +227,11 @@ def capture(model, batches: Iterable, layers=None, **kw) -> GeometryState:
 def capture_models(models: dict, batches, layers: dict, *, streams: dict | None = None, pool="mean",
                    n_classes: int | None = None, pairs="all", device=None, progress: bool | None = None,
                    total: int | None = None, max_features: int = 4096, desc: str = "geometry",
-                   reduce: bool | None = None) -> GeometryState:
+                   reduce: bool | None = None, max_memory: float = 8 * 2 ** 30) -> GeometryState:
     """Several models on the same samples; layer names are "<model>/<layer>" (just "<layer>" for the key "").
 
-    ``reduce``: all-reduce the state over the ``torch.distributed`` process group (each rank captured its own
+    ``max_memory``: bytes the accumulators may take (default 8 GiB; checked at the first batch, a ValueError naming
+    the largest parts). ``reduce``: all-reduce the state over the ``torch.distributed`` process group (each rank captured its own
     batches; :func:`sims.geometry.distributed.all_reduce`); None (default): when a process group is initialised
     (``torchrun``). Every rank must capture at least one batch.
 
@@ -301,7 +302,9 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
                 if y is not None:
                     y = _labels(y, b, n_classes)
                 if acc is None:
-                    acc = Accumulator({n: t.shape[1] for n, t in feats.items()}, n_classes, pair_list, acc_dev)
+                    dims = {n: t.shape[1] for n, t in feats.items()}
+                    check_memory(dims, pair_list, n_classes, max_memory)
+                    acc = Accumulator(dims, n_classes, pair_list, acc_dev)
                 acc.update(feats, y if n_classes is not None else None)
                 pos += b
                 bar.update(b)
@@ -323,6 +326,20 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
         st = all_reduce(st)
         st.meta = {**meta, "world_size": torch.distributed.get_world_size()}
     return st
+
+
+def check_memory(dims: dict, pairs: list, n_classes, max_memory: float) -> int:
+    """Bytes of the float64 accumulators (layer moments, class sums, pair cross-moments, staging), or a ValueError."""
+    k = int(n_classes or 0)
+    layer = {n: 8 * ((p + 2) ** 2 + k * (2 * p + 2)) for n, p in dims.items()}
+    pair = sum(8 * (dims[a] + 1) * (dims[b] + 1) for a, b in pairs)
+    total = sum(layer.values()) + pair + 8 * Accumulator.STAGE * len(dims)
+    if total > max_memory:
+        top = sorted(dims.items(), key=lambda kv: -kv[1])[:3]
+        raise ValueError(f"the accumulators would take {total / 2 ** 30:.1f} GiB (max_memory "
+                         f"{max_memory / 2 ** 30:.1f} GiB): {len(dims)} layers, widest {top}, {len(pairs)} layer pairs "
+                         f"({pair / 2 ** 30:.1f} GiB); capture fewer or pooled layers, or pairs=None")
+    return total
 
 
 def _labels(y, b: int, n_classes):
