@@ -267,7 +267,12 @@ def independence_deficit(ctx, planted, positive=False):
     b = d["b"]
     cats = _targets(d, G + b, 4 if ctx.quick else (12 if d.get("cats") else 6))
     t = _table1(ctx, d, G, cats, planted, offset=b, tag="rd", permute=planted)
-    sv = np.linalg.svd(G[: min(len(G), 4096)], compute_uv=False)  # E[(WF)(WF)ᵀ] has eigenvalues sv²/N
+    Fs = np.asarray(d["features"][: min(len(G), 4096)], dtype=np.float64)
+    if d["W"].shape[1] < G.shape[1]:  # d < n: (WF)ᵀ(WF) and Fᵀ F WᵀW share their nonzero eigenvalues (d × d, cheap)
+        ev = np.linalg.eigvals((Fs.T @ Fs) @ (d["W"].T @ d["W"])).real
+        sv = np.sqrt(np.sort(np.clip(ev, 0, None))[::-1])
+    else:
+        sv = np.linalg.svd(Fs @ d["W"].T, compute_uv=False)  # E[(WF)(WF)ᵀ] has eigenvalues sv²/N
     if not planted and d.get("split") is not None:
         t["sensitivity"] = table1_sensitivity(ctx, d, G, offset=b)
     extra = {"rank of E[(WF)(WF)^T] (eigenvalues > 1e-6·max)": int(np.sum(sv**2 > sv[0] ** 2 * 1e-6)),
