@@ -270,3 +270,17 @@ def test_accumulators_that_would_not_fit_are_refused_at_the_first_batch():
     with pytest.raises(ValueError, match=r"accumulators would take .* GiB.*6 layer pairs.*pairs=None"):
         capture(wide, [torch.zeros(4, 64)], ["0", "1", "2", "3"], max_memory=1e6, progress=False)
     capture(wide, [torch.randn(4, 64)], ["0", "1", "2", "3"], pairs=None, max_memory=2e8, progress=False)
+
+
+def test_dense_and_sparse_class_sums_agree(monkeypatch):
+    """Few classes (dense one-hot GEMM) and many (scipy.sparse) give the same class statistics on the CPU."""
+    import sims.geometry.stats as S
+
+    m = net()
+    X, y = data(n=90)
+    st = [None, None]
+    for i, limit in enumerate((256, 0)):
+        monkeypatch.setattr(S, "DENSE_CLASSES", limit)
+        st[i] = capture(m, batches(X, y, 16), ["2"], n_classes=4, pairs=None, progress=False)
+    for key in ("counts", "S", "T", "U"):
+        assert np.allclose(st[0].layers["2"][key], st[1].layers["2"][key], rtol=1e-13, atol=1e-12), key

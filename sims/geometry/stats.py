@@ -26,6 +26,7 @@ import numpy as np
 from theory.geometry.moments import shift
 
 LOW = -100_000  # the exponent of a layer with no spread yet
+DENSE_CLASSES = 256  # up to this many classes the CPU's class sums use a dense one-hot GEMM, above it scipy.sparse
 SELF = ("s", "C", "u", "w")
 ORDER = {"s": 1, "C": 2, "u": 3, "w": 4}
 CROSS_ORDER = {"C": (1, 1), "ua": (1, 2), "ub": (2, 1), "w": (2, 2)}  # ua = Σ‖x̃_b‖²x̃_a, ub = Σ‖x̃_a‖²x̃_b
@@ -333,25 +334,38 @@ class Accumulator:
         m = self.fill
         if m == 0:
             return
+        torch, K = self.torch, int(self.K or 0)
+        dense = self.labelled and self.sparse and K <= DENSE_CLASSES
         if self.labelled and self.sparse:
-            import scipy.sparse as sps
-
             yn = self.ybuf[:m].numpy()
-            ind = sps.csr_matrix((np.ones(m), (yn, np.arange(m))), shape=(int(self.K), m))
+            if dense:  # a (K, m) one-hot matrix: a BLAS GEMM beats scipy's sparse product for few classes
+                ind = torch.zeros(K, m, dtype=torch.float64)
+                ind[self.ybuf[:m], torch.arange(m)] = 1.0
+            else:
+                import scipy.sparse as sps
+
+                ind = sps.csr_matrix((np.ones(m), (yn, np.arange(m))), shape=(K, m))
         for name, p in self.dims.items():
             X, k, G = self.buf[name][:m], self.kbuf[name][:m], self.G[name]
             G[:p, :p].addmm_(X.T, X)
+            self._ones = self._ones if getattr(self, "_ones", None) is not None and len(self._ones) >= m else \
+                torch.ones(max(m, len(self.buf[name])), dtype=torch.float64, device=self.device)
             G[:p, p].addmv_(X.T, k)
-            G[:p, p + 1] += X.sum(dim=0)
+            G[:p, p + 1].addmv_(X.T, self._ones[:m])
             G[p, p] += k @ k
             G[p + 1, p + 1] += m
             if self.labelled:
                 KC = self.KC[name]
-                if self.sparse:
+                if dense:
+                    KC[:, :p].addmm_(ind, X)
+                    KC[:, p].addmv_(ind, k)
+                    KC[:, p + 1] += ind.sum(dim=1)
+                    KC[:, p + 2:].addmm_(ind, self.ubuf[name][:m])
+                elif self.sparse:
                     KCn = KC.numpy()
                     KCn[:, :p] += ind @ X.numpy()
-                    KCn[:, p] += np.bincount(yn, weights=k.numpy(), minlength=int(self.K))
-                    KCn[:, p + 1] += np.bincount(yn, minlength=int(self.K))
+                    KCn[:, p] += np.bincount(yn, weights=k.numpy(), minlength=K)
+                    KCn[:, p + 1] += np.bincount(yn, minlength=K)
                     KCn[:, p + 2:] += ind @ self.ubuf[name][:m].numpy()
                 else:  # atomics on the GPU
                     y = self.ybuf[:m]
