@@ -9,7 +9,7 @@ nothing else (no layout, no checks, no augmentation). Contestants:
     whole draw (the issue's target: 1000 classes × 60 images in seconds);
 (3) loading the task from the disk cache in this process (the in-memory memo cleared first).
 
-    python benchmarks/bench_glyphs.py [--n-classes 1000] [--per-class 60] [--repeat 3] [--tiny]
+    python benchmarks/bench_glyphs.py [--n-classes 1000] [--per-class 60] [--repeat 3] [--tiny] [--gpu]
 
 Single-threaded numpy throughout. Each time is the best of ``--repeat`` runs (the least contended on a
 shared machine); the ratios within one run are the fair numbers.
@@ -72,7 +72,14 @@ def main():
     ap.add_argument("--glyphs", type=int, default=5000, help="glyphs drawn by the anchor and by (1)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tiny", action="store_true", help="a quick run: 100 classes, 10 per class, 1 repeat")
+    ap.add_argument("--gpu", action="store_true",
+                    help="accepted for the gpu-check: rendering and augmentation run on the CPU whatever the device, "
+                         "so this prints the CPU table of the GPU machine's host")
+    ap.add_argument("--device", default=None, help="accepted and ignored, as --gpu (the images are drawn on the CPU)")
     a = ap.parse_args()
+    if a.gpu or a.device not in (None, "cpu"):
+        print("note: the glyph renderer and augmentation are CPU code (numpy/FreeType); the table below is the "
+              "host CPU's")
     if a.tiny:
         a.n_classes, a.per_class, a.glyphs, a.repeat = 100, 10, 1000, 1
     cfg = GlyphTaskConfig(n_classes=a.n_classes, size=a.size, seed=0)
