@@ -6,7 +6,18 @@ import pytest
 from tests.helpers import run_quick
 
 PASSING = ["nd.markov_bound", "nd.error_path_monotone", "nd.kkt_sparsity", "nd.slope_bound", "nd.screening_rule",
-           "nd.massive_categories", "nd.between_networks"]
+           "nd.massive_categories"]
+
+
+def test_between_networks_identities_hold_and_the_glyph_line_decides(tmp_path):
+    """nd.between_networks: the identities on synthetic networks are exact (a miss there is a fail); the status then
+    comes from the glyph line on two trained glyph networks (refuted on the quick ones: positives are lost; the cheap
+    tests of that line are in tests/test_checks_glyph_real.py)."""
+    out = run_quick("nd.between_networks", tmp_path=tmp_path)
+    assert out.status in ("pass", "refuted"), (out.error, out.status)
+    assert out.details["identities: miss (tolerance units)"] <= 1
+    assert out.negative_control_result == "failed as it should" and out.control_miss > 1
+    assert out.positive_control_result == "held as it should" and out.positive_miss <= 1
 
 
 @pytest.mark.parametrize("cid", PASSING)
