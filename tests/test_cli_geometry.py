@@ -173,3 +173,15 @@ def test_default_layers_are_the_blocks_of_the_longest_sequential_and_the_output(
 
     assert default_layers(Net()) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3", "blocks.4", "output"]
     assert default_layers(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())) == ["0", "1", "output"]
+
+
+def test_markdown_flags_layers_wider_than_the_sample_and_lists_undefined_metrics():
+    from verify.geometry_report import markdown
+
+    cka = {"layers": ["a", "b"], "matrix": [[1.0, 0.5], [0.5, 1.0]]}
+    res = {"model": "m", "inputs": "x", "n_samples": 8, "n_classes": 2, "device": "cpu", "processes": 1,
+           "images_per_second": 1.0, "pool": "mean", "reused": {"b": 2}, "cka": cka, "cka_debiased": cka,
+           "metrics": {"a": {"p": 4, "nc1": 0.5}, "b": {"p": 16, "nc1": {"error": "Σ_B = 0"}}}}
+    md = markdown(res)
+    assert "p ≥ N = 8 samples (`b`)" in md and "`a`" not in md.split("p ≥ N")[1].split(":")[0]
+    assert "- `b` nc1: Σ_B = 0" in md and "| `b` | 16 |" in md and "{'b': 2}" in md

@@ -253,6 +253,11 @@ def markdown(res: dict) -> str:
     out += ["", "α-ReQ: the fitted decay α; MP spikes: covariance eigenvalues above the Tracy–Widom 99 % threshold of "
             "the Marchenko–Pastur bulk; NC1 with the sample weighting; NC2: distance of the class-mean Gram matrix "
             "to a simplex ETF (docs/geometry.md).", ""]
+    wide = [n for n, m in res["metrics"].items() if m.get("p", 0) >= res["n_samples"]]
+    if wide and res["n_classes"]:
+        out += [f"Layers with p ≥ N = {res['n_samples']} samples ({', '.join(f'`{n}`' for n in wide)}): where their "
+                "features span all N − 1 centred directions, in-sample VCI is 0 by construction (Σ_B lies in the range "
+                "of Σ_T); VC reads VCI on held-out data when N ≤ d. Use more images for these layers.", ""]
     if errors:
         out += ["Undefined here (—):", ""] + errors[:40] + [""]
     for key, title in (("cka", "Linear CKA between layers (biased)"), ("cka_debiased", "Debiased linear CKA")):
