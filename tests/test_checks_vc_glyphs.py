@@ -87,3 +87,23 @@ def test_planted_library_bug_turns_the_quick_collapse_verdict_to_fail(monkeypatc
     monkeypatch.setattr(M, "vci", bad)
     monkeypatch.setattr(vc, "vci", bad)
     assert run_quick("vc.training_collapse", tmp_path=tmp_path).status == "fail"
+
+
+def _points(vci, slope):
+    """Networks whose MLOG is slope × VCI (p_pretrain 0.8, four equal downstream accuracies)."""
+    pts = []
+    for v in vci:
+        lo = np.log(4) + slope * v
+        pts.append({"metrics": np.array([v, 1.0, 1.0, 1.0]), "p_pretrain": 0.8,
+                    "p_downstream": np.full(4, 1 / (1 + np.exp(-lo)))})
+    return pts
+
+
+@pytest.mark.parametrize("slope", [2.0, -2.0])
+def test_negative_control_fails_whatever_the_true_sign(slope):
+    vci = np.linspace(0.6, 0.7, 6)
+    pts = {"tau": _points(vci, slope), "lambda": _points(vci, slope)}
+    groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), G.group_mlog(pts[g], flip=g == "lambda")) for g in pts}
+    assert not G.judge_transfer(groups)["holds"]
+    honest = {g: (np.asarray([p["metrics"] for p in pts[g]]), G.group_mlog(pts[g])) for g in pts}
+    assert G.judge_transfer(honest)["holds"] == (slope > 0)

@@ -7,15 +7,16 @@ trained once (the trainer's cache) and read by all three checks.
 * task: ``GlyphTaskConfig(n_classes=1000, size=32, seed=0)`` (the task of the shared 1000-class suite, so its
   build is shared); classes in a homoglyph group (``homoglyph_groups(0.5)``: identical drawings under different
   code points, e.g. Latin A / Greek Α) are never used: their labels cannot be told apart from the pixels;
-* pretraining classes P: :data:`QUOTA` classes of each of the seven scripts (105 in full; in quick 3 of each script present in QUICK_TASK),
-  drawn with ``default_rng(CLASS_SEED)`` from the eligible ones — balanced scripts, so FG's coarse task (the
+* pretraining classes P: ``quota`` classes of each of the seven scripts (105 in full; in quick 3 of each script
+  present in QUICK_TASK), drawn with ``default_rng(CLASS_SEED)`` from the eligible ones — balanced scripts, so FG's coarse task (the
   script) has no dominant class; downstream classes (VC Sec 6.3's transfer): :data:`N_TASKS` disjoint tasks of
-  :data:`TASK_CLASSES` further classes each, never used in pretraining (classes not seen in pretraining play the
+  ``task_classes`` further classes each, never used in pretraining (classes not seen in pretraining play the
   downstream data sets);
-* network: LeNet (feature dimension 128), AdamW + warm-up/cosine (sims.glyphs.train), batch 256,
-  ``per_class`` = 24 training images per class, 8 epochs, checkpoints at epochs (0, 1, 2, 4, 8); quick: 8 images,
-  3 epochs, checkpoints (0, 1, 2, 3). Measured before the checks: 120 classes × 32 images × 10 epochs reach 88 %
-  held-out (aug_test) accuracy, so 105 × 24 × 8 is expected to train (the checks test it: :data:`MIN_ACC`);
+* network: LeNet (sims.glyphs.nets, with batch norm; feature dimension 128), AdamW + warm-up/cosine
+  (sims.glyphs.train), batch 256, ``per_class`` = 24 training images per class, 8 epochs, checkpoints at epochs (0, 1, 2, 4, 8); quick: 8 images,
+  3 epochs, checkpoints (0, 1, 2, 3). Measured before the checks (BN-free LeNet): 120 classes × 32 images × 10
+  epochs reach 88 % held-out (aug_test) accuracy, so 105 × 24 × 8 is expected to train (the checks test it:
+  :data:`MIN_ACC`);
 * held-out images: ``images(split, HELD, seed=1)`` for ``aug_test`` and ``face_test`` (DejaVu Serif, never seen).
 
 The task's ``images`` draws every class of the 1000; :func:`shared_images` memoises it for the duration of an

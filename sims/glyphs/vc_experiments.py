@@ -4,7 +4,8 @@
   fuzziness, squared distance (Eq 4) and cosine similarity (Sec 3.2), all from :mod:`theory.collapse` — of the
   final features at every checkpoint of the τ = 1, λ = 0 network of one seed, on the training images ("train
   collapse") and on held-out images ("test collapse", Fig 6/8: ``aug_test`` and ``face_test``), with the
-  held-out accuracy at each checkpoint. ``permuted`` holds the same metrics with the fine labels randomly
+  held-out accuracy at each checkpoint and whether fuzziness needed the fallback rank there
+  (``{split}/fuzziness_fallback``). ``permuted`` holds the same metrics with the fine labels randomly
   permuted over the samples (the negative control's realistic mistake: features paired with the wrong labels).
 * :func:`transfer_point` (VC Sec 6.3, Fig 7, Eq 6): one network of the τ or λ group: its four metrics on the
   training images of P (the paper evaluates them "on a 50000 subset of ImageNet train set"), its pretraining test
@@ -60,11 +61,17 @@ def fuzziness(st) -> float:
     it; else with Σ_B† over the eigenvalues of Σ_B above FUZZ_RTOL·λ_max. ReLU features of a LeNet have dead units,
     so their class means can span fewer than min(p, K − 1) = 104 dimensions, where theory.collapse (rightly) refuses
     the paper's rank and even its own pinv threshold (eigenvalues within 100× of rounding)."""
+    return fuzziness_and_rank(st)[0]
+
+
+def fuzziness_and_rank(st) -> tuple:
+    """(fuzziness, rank used): rank None when the paper's min(p, K − 1) was resolved (:func:`fuzziness`)."""
     try:
-        return vc.fuzziness(st)
+        return vc.fuzziness(st), None
     except ValueError:
         wb = vc.spectra(st)["sigma_b"]
-        return vc.fuzziness(st, rank=int(np.sum(wb > FUZZ_RTOL * wb[0])))
+        r = int(np.sum(wb > FUZZ_RTOL * wb[0]))
+        return vc.fuzziness(st, rank=r), r
 
 
 def _dense(y, classes):
@@ -88,16 +95,18 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
         for sp, (X, yf) in data.items():
             y = _dense(yf, P)
             yp = perm.permutation(y)
-            rows, rows_p, acc = [], [], []
+            rows, rows_p, acc, fallback = [], [], [], []
             for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
+                fallback.append(fuzziness_and_rank(vc.ClassStats.from_features(f["features"], y))[1] is not None)
                 rows.append([m[k] for k in METRICS])
                 rows_p.append([mp[k] for k in METRICS])
                 acc.append(pt.own_accuracy(net, f["logits"], yf))
             out[f"{sp}/metrics"] = np.asarray(rows)
             out[f"{sp}/permuted"] = np.asarray(rows_p)
             out[f"{sp}/accuracy"] = np.asarray(acc)
+            out[f"{sp}/fuzziness_fallback"] = np.asarray(fallback)
             out[f"{sp}/n"] = len(y)
         return out
 

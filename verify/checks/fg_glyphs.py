@@ -173,9 +173,10 @@ def label_granularity(ctx, planted, positive=False):
                         f"{int((~hard).sum())} easy",
         "training seconds (measured when trained)": {lv: _f(r["seconds"]) for lv, r in runs.items()},
     }
+    sens = None
     if not planted and trained and not holds:  # before a refutation: the choices FG leaves open, moved its way
-        details["sensitivity (seed 0, script vs code-point pretraining, aug_test: acc all, hard, easy)"] = \
-            sensitivity(ctx.quick, ctx.device, coarse_of, h)
+        sens = sensitivity(ctx.quick, ctx.device, coarse_of, h)
+        details["sensitivity (seed 0, script vs code-point pretraining, aug_test: acc all, hard, easy)"] = sens
     undecided = finding = None
     if not planted:
         if not trained:
@@ -186,7 +187,12 @@ def label_granularity(ctx, planted, positive=False):
             finding = (f"Seed {ctx.seed}: {', '.join(bad)} does not hold: script-probe accuracy "
                        + ", ".join(f"{lv} {a['all']:.3f} (hard {a['hard']:.3f}, easy {a['easy']:.3f})"
                                    for lv, a in v["acc"].items())
-                       + f"; gain hard {v['gain_hard'][0]:+.3f} vs easy {v['gain_easy'][0]:+.3f}.")
+                       + f"; gain hard {v['gain_hard'][0]:+.3f} vs easy {v['gain_easy'][0]:+.3f}. Sensitivity "
+                       "(code point − script gain, all/hard/easy): "
+                       + "; ".join(f"{k}: {row['gain all, hard, easy']}" for k, row in (sens or {}).items()) + ".")
+            if sens and any(row["gain all, hard, easy"][0] > 0 and row["gain all, hard, easy"][1] >
+                            row["gain all, hard, easy"][2] for row in sens.values()):
+                undecided = "the finding goes away in a regime moved toward the paper's (details: sensitivity)"
     ladder = " → ".join(f"{v['acc'][lv]['all']:.3f}" for lv in gr.LEVELS)
     measured = (f"acc {ladder}; gain hard "
                 f"{v['gain_hard'][0]:+.3f} vs easy {v['gain_easy'][0]:+.3f}")
