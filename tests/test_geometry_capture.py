@@ -284,3 +284,18 @@ def test_dense_and_sparse_class_sums_agree(monkeypatch):
         st[i] = capture(m, batches(X, y, 16), ["2"], n_classes=4, pairs=None, progress=False)
     for key in ("counts", "S", "T", "U"):
         assert np.allclose(st[0].layers["2"][key], st[1].layers["2"][key], rtol=1e-13, atol=1e-12), key
+
+
+def test_in_place_operations_after_a_hooked_module_do_not_change_its_rows():
+    """Conv → ReLU(inplace=True): the conv's captured rows are its own output (negative values included), pooled or
+    flattened."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU(inplace=True), torch.nn.Flatten(),
+                            torch.nn.Linear(3 * 16, 2))
+    x = torch.randn(20, 2, 6, 6)
+    with torch.no_grad():
+        pre = m[0](x)
+    for pool, want in (("flatten", pre.reshape(20, -1)), ("mean", pre.mean(dim=(2, 3)))):
+        st = capture(m, [x], ["0"], pool=pool, pairs=None, progress=False)
+        assert torch.allclose(torch.as_tensor(st.cross_moments("0").mean_x), want.double().mean(0), atol=1e-6)
+        assert (want < 0).any()

@@ -111,6 +111,14 @@ def rows(t, spec: str, pool: str, b: int, max_features: int):
     return t
 
 
+def snapshot(t, spec: str, sel, pool: str, b: int, max_features: int):
+    """The (b, p) rows of an activation, taken when its hook fires: never a view of the module's output, so an
+    in-place operation later in the forward pass (``ReLU(inplace=True)`` after a convolution) cannot change them."""
+    src = select(t, spec, sel)
+    r = rows(src, spec, pool, b, max_features)
+    return r.clone() if r.untyped_storage().data_ptr() == src.untyped_storage().data_ptr() else r
+
+
 def _pools(pool, names) -> dict:
     if isinstance(pool, str):
         pool = {n: pool for n in names}
@@ -138,10 +146,12 @@ def split_batch(batch):
 
 
 class _Hooks:
-    """Forward hooks of one model's layers; ``taken()`` returns {name: raw activation} after a forward pass."""
+    """Forward hooks of one model's layers; ``forward(x)`` returns {name: (b, p) rows} (reduced when the hook fires,
+    :func:`snapshot`). ``pool``: {name: "mean" | "flatten"}."""
 
-    def __init__(self, model, layers: dict):
-        self.model, self.layers = model, layers
+    def __init__(self, model, layers: dict, pool: dict, max_features: int):
+        self.model, self.layers, self.pool, self.max_features = model, layers, pool, max_features
+        self.b = 0
         self.targets = {n: resolve(model, s) for n, s in layers.items()}
         self.seen: dict = {}
         self.calls: dict = {}
@@ -161,29 +171,33 @@ class _Hooks:
     def _pre(self, names):
         def hook(mod, inp):
             for n in names:
-                self.seen[n] = inp[0] if isinstance(inp, tuple) and len(inp) else inp
+                self.seen[n] = self._take(n, inp[0] if isinstance(inp, tuple) and len(inp) else inp)
                 self.calls[n] = self.calls.get(n, 0) + 1
         return hook
 
     def _post(self, names):
         def hook(mod, inp, out):
             for n in names:
-                self.seen[n] = out
+                self.seen[n] = self._take(n, out)
                 self.calls[n] = self.calls.get(n, 0) + 1
         return hook
+
+    def _take(self, name: str, t):
+        return snapshot(t, self.layers[name], self.targets[name][2], self.pool[name], self.b, self.max_features)
 
     def forward(self, x):
         self.seen.clear()
         self.calls.clear()
+        self.b = x.shape[0]
         out = self.model(x)
         got = {}
         for name, (mod, where, sel) in self.targets.items():
             if where == "return":
-                got[name] = select(out, self.layers[name], sel)
+                got[name] = self._take(name, out)
                 continue
             if name not in self.seen:
                 raise ValueError(f"layer {self.layers[name]!r}: its module was not called during the forward pass")
-            got[name] = select(self.seen[name], self.layers[name], sel)
+            got[name] = self.seen[name]
         return got
 
     def remove(self):
@@ -255,13 +269,16 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
     dev = torch.device(default_device() if device is None else device)
     acc_dev = accumulation_device(dev)
     try:
-        for key, model in models.items():
-            lay = _layer_dict(layers.get(key) if isinstance(layers, dict) and key in layers else layers)
-            hooks[key] = _Hooks(model, lay)
-            for n in lay:
+        lays = {}
+        for key in models:
+            lays[key] = _layer_dict(layers.get(key) if isinstance(layers, dict) and key in layers else layers)
+            for n in lays[key]:
                 full[f"{key}/{n}" if key else n] = (key, n)
         names = list(full)
         pool = _pools(pool, names)
+        for key, model in models.items():
+            hooks[key] = _Hooks(model, lays[key], {n: pool[f"{key}/{n}" if key else n] for n in lays[key]},
+                                max_features)
         pair_list = _pairs(pairs, names)
         if streams is not None:
             missing = [k for k in models if k not in streams]
@@ -289,10 +306,10 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
                     b = x.shape[0]
                     if yk is not None and y is None:
                         y = torch.as_tensor(yk).to(acc_dev).long()
-                    raw = hooks[key].forward(x.to(dev))
-                    for n, t in raw.items():
+                    taken = hooks[key].forward(x.to(dev))
+                    for n, t in taken.items():
                         full_name = f"{key}/{n}" if key else n
-                        feats[full_name] = rows(t, hooks[key].layers[n], pool[full_name], b, max_features)
+                        feats[full_name] = t
                         if hooks[key].calls.get(n, 1) > 1 and full_name not in reused:
                             reused[full_name] = hooks[key].calls[n]
                             warnings.warn(f"layer {full_name!r}: its module ran {reused[full_name]} times in one "
