@@ -15,7 +15,9 @@ SEEDS = {True: (0,), False: (0, 1, 2)}
         caption="The four variability-collapse metrics of the final features of the glyph LeNet (105 classes, τ = 1, "
                 "λ = 0) at its checkpoints (epoch 0 = initialisation; judged: epochs 1, 2, 4, 8), one line per seed. "
                 "Rows: training images, held-out aug_test images (judged), held-out faces (face_test, reported). "
-                "VC Sec 6.2: VCI and fuzziness decrease; squared distance and cosine similarity need not.",
+                "VC Sec 6.2: VCI and fuzziness decrease; squared distance and cosine similarity need not. Circled "
+                "fuzziness points: the paper's rank min(p, K − 1) is not resolved there (dead ReLU units), so the "
+                "value sums fewer directions and is not comparable with the others.",
         checks=("vc.training_collapse",))
 def draw_collapse(quick: bool):
     import matplotlib.pyplot as plt
@@ -26,7 +28,10 @@ def draw_collapse(quick: bool):
         for j, m in enumerate(ve.METRICS):
             a = axes[i, j]
             for s, r in zip(SEEDS[bool(quick)], runs):
-                a.plot(r["epochs"], r[f"{sp}/metrics"][:, j], "o-", ms=3, label=f"seed {s}")
+                line, = a.plot(r["epochs"], r[f"{sp}/metrics"][:, j], "o-", ms=3, label=f"seed {s}")
+                fb = np.asarray(r[f"{sp}/fuzziness_fallback"], bool)
+                if m == "fuzziness" and fb.any():  # fallback rank (dead units): not comparable with the others
+                    a.plot(r["epochs"][fb], r[f"{sp}/metrics"][fb, j], "o", ms=9, mfc="none", color=line.get_color())
             a.axvspan(-0.3, 0.5, color="0.9")
             a.set_title(f"{LABELS[m]} — {sp}", fontsize=9)
             a.set_xlabel("epoch")
