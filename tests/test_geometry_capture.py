@@ -299,3 +299,23 @@ def test_in_place_operations_after_a_hooked_module_do_not_change_its_rows():
         st = capture(m, [x], ["0"], pool=pool, pairs=None, progress=False)
         assert torch.allclose(torch.as_tensor(st.cross_moments("0").mean_x), want.double().mean(0), atol=1e-6)
         assert (want < 0).any()
+
+
+def test_a_glyph_network_layer_by_layer():
+    """The glyph task's small CNN (sims.glyphs, trained briefly and cached) on held-out faces: every block's metric
+    set and the CKA matrix, labels = the glyph classes."""
+    from sims.glyphs import GlyphTaskConfig, glyph_task
+    from sims.glyphs.train import train_glyph_net
+
+    cfg = GlyphTaskConfig(n_classes=6)
+    g = train_glyph_net(cfg, arch="lenet", epochs=1, per_class=8, progress=False, device="cpu")
+    X, y, _ = glyph_task(cfg).images("face_test", 8, 0)
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    layers = ["conv1", "conv2", "fc1", "fc2", "classifier:input", "output"]
+    st = capture(g.model, [(X[i:i + 16], y[i:i + 16]) for i in range(0, len(X), 16)], layers, n_classes=6,
+                 progress=False)
+    res = all_metrics(st)
+    assert st.n == len(X) and list(res) == layers and res["output"]["p"] == 6
+    assert all(isinstance(res[k]["effective_rank"], float) for k in layers)
+    ck = cka_matrix(st)["matrix"]
+    assert all(0 <= v <= 1 + 1e-12 for row in ck for v in row)
