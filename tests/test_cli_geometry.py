@@ -185,3 +185,14 @@ def test_markdown_flags_layers_wider_than_the_sample_and_lists_undefined_metrics
     md = markdown(res)
     assert "p ≥ N = 8 samples (`b`)" in md and "`a`" not in md.split("p ≥ N")[1].split(":")[0]
     assert "- `b` nc1: Σ_B = 0" in md and "| `b` | 16 |" in md and "{'b': 2}" in md
+
+
+def test_glyph_network_from_the_command_line(tmp_path):
+    r = _cli(tmp_path, "--glyphs", "5", "--crops", "6", "--layers", "conv1,fc1,output", "--out", "g", "-q",
+             "--json", "-")
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout)
+    assert res["n_samples"] == 30 and res["n_classes"] == 5 and "glyph LeNet" in res["model"]
+    assert isinstance(res["metrics"]["fc1"]["nc1"], float) and res["metrics"]["output"]["p"] == 5
+    r = _cli(tmp_path, "--glyphs", "5", "--images", ".", "--out", "g2", "-q")
+    assert r.returncode == 2 and "--glyphs replaces --model and --images" in r.stderr

@@ -144,15 +144,42 @@ def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
     return relabel(batches), total, n_cls, desc
 
 
+def _glyphs(K: int, per_class, seed: int, batch_size: int, device, progress):
+    """(spec-like, description, batches, total, K, inputs) of a glyph net on held-out glyph faces."""
+    import types
+
+    import torch
+
+    from sims.glyphs import GlyphTaskConfig, glyph_task
+    from sims.glyphs.train import train_glyph_net
+
+    cfg = GlyphTaskConfig(n_classes=int(K))
+    g = train_glyph_net(cfg, arch="lenet", epochs=1, per_class=8, progress=bool(progress), device=device)
+    per = 8 if per_class is None else int(per_class)
+    X, y, _ = glyph_task(cfg).images("face_test", per, seed)
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    batches = ((X[i:i + batch_size], y[i:i + batch_size], torch.arange(i, min(i + batch_size, len(X))))
+               for i in range(0, len(X), batch_size))
+    return (types.SimpleNamespace(module=g.model), f"glyph LeNet, {K} classes (sims.glyphs, 1 epoch, cached)",
+            batches, len(X), int(K), f"{len(X)} glyph images of {K} classes ({per} per class, held-out faces, seed "
+            f"{seed})")
+
+
 def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None, seed=0, device="cpu",
         batch_size=32, workers=None, labels="auto", pool="mean", max_features=4096, input_size=224,
-        normalize="imagenet", json_path=None, progress=None) -> dict:
-    """Capture and report (module doc). ``layers``: module names (None: the model's blocks and its output)."""
+        normalize="imagenet", json_path=None, progress=None, glyphs=None) -> dict:
+    """Capture and report (module doc). ``layers``: module names (None: the model's blocks and its output).
+    ``glyphs``: K — instead of a model and images, a glyph net (sims.glyphs, LeNet, trained briefly and cached)
+    on K glyph classes, read on held-out faces (``crops`` images per class, default 8)."""
     from verify.api import check_device, prepare_file
     from verify.real.inputs import check_out_dir
 
     check_args(model=model, weights=weights, images=images, crops=crops, batch_size=batch_size, workers=workers,
                layers=layers, pool=pool, max_features=max_features, labels=labels, input_size=input_size)
+    if glyphs is not None:
+        _int(glyphs, "--glyphs", 2)
+        if model is not None or images is not None:
+            raise ValueError("--glyphs replaces --model and --images (a glyph net on glyph images)")
     check_device(device)
     from sims.geometry import all_metrics, capture, cka_matrix
     from sims.geometry.capture import resolve
@@ -167,11 +194,15 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
     if json_path not in (None, "-") and rank == 0:
         prepare_file(json_path, "--json")
 
-    spec, model_desc = _model(model, weights, device, input_size, normalize)
+    if glyphs is not None:
+        spec, model_desc, batches, total, n_cls, inputs = _glyphs(glyphs, crops, seed, batch_size, device, progress)
+    else:
+        spec, model_desc = _model(model, weights, device, input_size, normalize)
     layer_list = list(layers) if layers else default_layers(spec.module)
     for s in layer_list:  # unknown names: a clear error before any image is read
         resolve(spec.module, s)
-    batches, total, n_cls, inputs = _batches(spec, images, crops, seed, batch_size, workers, labels, progress)
+    if glyphs is None:
+        batches, total, n_cls, inputs = _batches(spec, images, crops, seed, batch_size, workers, labels, progress)
     if world > 1:
         if -(-total // batch_size) < world:
             raise ValueError(f"torchrun: {-(-total // batch_size)} batch(es) of {batch_size} for {world} processes; "

@@ -18,7 +18,7 @@ def cmd_geometry(args) -> int:
     res = run(args.out, model=args.model, weights=args.weights, images=args.images, layers=layers, crops=args.crops,
               seed=args.seed, device=args.device, batch_size=args.batch_size, workers=args.workers, labels=args.labels,
               pool=args.pool, max_features=args.max_features, input_size=args.input_size, normalize=args.normalize,
-              json_path=args.json, progress=not args.quiet)
+              json_path=args.json, progress=not args.quiet, glyphs=args.glyphs)
     if "markdown" not in res:  # a torchrun process other than rank 0: rank 0 writes and prints
         return 0
     if args.json == "-":
@@ -38,6 +38,8 @@ def register(subparsers) -> None:
     p.add_argument("--weights", metavar="PATH", help="state_dict file (read with torch.load(weights_only=True))")
     p.add_argument("--images", metavar="DIR", help="an ImageNet validation folder, a folder of class sub-folders or "
                    "any folder (default: the 17 scikit-image/scikit-learn photographs, class = photograph)")
+    p.add_argument("--glyphs", type=int, metavar="K", help="instead of --model/--images: a glyph LeNet (sims.glyphs, "
+                   "trained briefly, cached) on K glyph classes, read on held-out faces (--crops images per class)")
     p.add_argument("--layers", metavar="NAME[,NAME]", help="module names ('output', 'name:input', 'name@1' for a "
                    "tuple element); default: the model's blocks and its output")
     p.add_argument("--pool", choices=("mean", "flatten"), default="mean",
