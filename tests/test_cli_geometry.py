@@ -69,11 +69,15 @@ def test_user_model_on_a_class_folder_writes_json_markdown_and_figures(setup):
 def test_quiet_and_json_file(setup):
     t = setup
     r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--input-size", "32", "--workers", "0", "-q",
-             "--layers", "2", "--out", "o2", "--json", "g.json")
+             "--layers", "2,4", "--out", "o2", "--json", "g.json", "--no-cka")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "img/s" not in r.stderr and r.stderr.strip() == ""
     assert "geometry: " in r.stdout and "(JSON: g.json)" in r.stdout
-    assert json.loads((t / "g.json").read_text())["layers"] == ["2"]
+    res = json.loads((t / "g.json").read_text())
+    assert res["layers"] == ["2", "4"] and res["cka"] is None and res["cka_debiased"] is None
+    figs = t / "o2" / "figs"
+    assert not (figs / "geometry_cka.png").exists() and (figs / "geometry_curves.png").exists()
+    assert "CKA" not in (t / "o2" / "GEOMETRY.md").read_text()
 
 
 def test_unknown_layer_is_a_one_line_error_listing_the_available_names(setup):

@@ -167,10 +167,11 @@ def _glyphs(K: int, per_class, seed: int, batch_size: int, device, progress):
 
 def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None, seed=0, device="cpu",
         batch_size=32, workers=None, labels="auto", pool="mean", max_features=4096, input_size=224,
-        normalize="imagenet", json_path=None, progress=None, glyphs=None) -> dict:
+        normalize="imagenet", json_path=None, progress=None, glyphs=None, cka=True) -> dict:
     """Capture and report (module doc). ``layers``: module names (None: the model's blocks and its output).
     ``glyphs``: K — instead of a model and images, a glyph net (sims.glyphs, LeNet, trained briefly and cached)
-    on K glyph classes, read on held-out faces (``crops`` images per class, default 8)."""
+    on K glyph classes, read on held-out faces (``crops`` images per class, default 8). ``cka=False``: no
+    cross-moments between layers (memory Σp² instead of (Σp)²), no CKA matrices or heat map."""
     from verify.api import check_device, prepare_file
     from verify.real.inputs import check_out_dir
 
@@ -211,10 +212,11 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
         progress = progress if rank == 0 else False
     t0 = time.perf_counter()
     st = capture(spec.module, batches, layer_list, pool=pool, n_classes=n_cls, device=device, progress=progress,
-                 total=total if world == 1 else -(-total // world), max_features=max_features)
+                 total=total if world == 1 else -(-total // world), max_features=max_features,
+                 pairs="all" if cka else None)
     wall = time.perf_counter() - t0
     metrics = all_metrics(st)
-    ck, ckd = cka_matrix(st), cka_matrix(st, debiased=True)
+    ck, ckd = (cka_matrix(st), cka_matrix(st, debiased=True)) if cka else (None, None)
     res = {"model": model_desc, "inputs": inputs, "n_samples": st.n, "n_classes": n_cls, "layers": layer_list,
            "pool": pool, "device": str(device), "processes": world, "seconds": wall,
            "images_per_second": st.n / max(wall, 1e-9),
@@ -293,6 +295,8 @@ def markdown(res: dict) -> str:
         out += ["Undefined here (—):", ""] + errors[:40] + [""]
     for key, title in (("cka", "Linear CKA between layers (biased)"), ("cka_debiased", "Debiased linear CKA")):
         c = res[key]
+        if c is None:
+            continue
         out += [f"## {title}", "", "| | " + " | ".join(f"`{n}`" for n in c["layers"]) + " |",
                 "|---" * (len(c["layers"]) + 1) + "|"]
         out += [f"| `{n}` | " + " | ".join(_fmt(v) for v in row) + " |" for n, row in zip(c["layers"], c["matrix"])]
@@ -309,10 +313,13 @@ def _figures(out_dir: Path, res: dict) -> dict:
     from paper_figs.geometry import draw_cka, draw_curves
 
     figs = {}
-    for name, fig, cap in (("geometry_curves.png", draw_curves(res["metrics"], res["model"]),
-                            "per-layer dimension and collapse metrics"),
-                           ("geometry_cka.png", draw_cka(res["cka_debiased"], "debiased linear CKA"),
-                            "debiased linear CKA between layers (grey: undefined)")):
+    todo = [("geometry_curves.png", lambda: draw_curves(res["metrics"], res["model"]),
+             "per-layer dimension and collapse metrics")]
+    if res["cka_debiased"] is not None:
+        todo.append(("geometry_cka.png", lambda: draw_cka(res["cka_debiased"], "debiased linear CKA"),
+                     "debiased linear CKA between layers (grey: undefined)"))
+    for name, draw, cap in todo:
+        fig = draw()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
         plt.close(fig)

@@ -245,9 +245,9 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
     """Several models on the same samples; layer names are "<model>/<layer>" (just "<layer>" for the key "").
 
     ``max_memory``: bytes the accumulators may take (default 8 GiB; checked at the first batch, a ValueError naming
-    the largest parts). ``reduce``: all-reduce the state over the ``torch.distributed`` process group (each rank captured its own
-    batches; :func:`sims.geometry.distributed.all_reduce`); None (default): when a process group is initialised
-    (``torchrun``). Every rank must capture at least one batch.
+    the largest parts). ``reduce``: all-reduce the state over the ``torch.distributed`` process group (each rank
+    captured its own batches; :func:`sims.geometry.distributed.all_reduce`); None (default): when a process group
+    is initialised (``torchrun``). Every rank must capture at least one batch.
 
     ``batches`` feeds every model; or ``streams`` {model key: its own batches}, aligned by sample id (every
     batch must carry the same ids in the same order: a mismatch, or one stream ending first, is a ValueError).
@@ -355,7 +355,8 @@ def check_memory(dims: dict, pairs: list, n_classes, max_memory: float) -> int:
         top = sorted(dims.items(), key=lambda kv: -kv[1])[:3]
         raise ValueError(f"the accumulators would take {total / 2 ** 30:.1f} GiB (max_memory "
                          f"{max_memory / 2 ** 30:.1f} GiB): {len(dims)} layers, widest {top}, {len(pairs)} layer pairs "
-                         f"({pair / 2 ** 30:.1f} GiB); capture fewer or pooled layers, or pairs=None")
+                         f"({pair / 2 ** 30:.1f} GiB); capture fewer or pooled layers, or pairs=None "
+                         "(theorylab geometry --no-cka)")
     return total
 
 

@@ -18,7 +18,7 @@ def cmd_geometry(args) -> int:
     res = run(args.out, model=args.model, weights=args.weights, images=args.images, layers=layers, crops=args.crops,
               seed=args.seed, device=args.device, batch_size=args.batch_size, workers=args.workers, labels=args.labels,
               pool=args.pool, max_features=args.max_features, input_size=args.input_size, normalize=args.normalize,
-              json_path=args.json, progress=not args.quiet, glyphs=args.glyphs)
+              json_path=args.json, progress=not args.quiet, glyphs=args.glyphs, cka=not args.no_cka)
     if "markdown" not in res:  # a torchrun process other than rank 0: rank 0 writes and prints
         return 0
     if args.json == "-":
@@ -44,6 +44,8 @@ def register(subparsers) -> None:
                    "tuple element); default: the model's blocks and its output")
     p.add_argument("--pool", choices=("mean", "flatten"), default="mean",
                    help="reduce (B, C, H, W) / (B, T, C) activations by a mean over space/tokens (default) or flatten")
+    p.add_argument("--no-cka", action="store_true", help="no CKA between layers (no cross-moments: memory Σp² "
+                   "instead of (Σp)², for many wide layers)")
     p.add_argument("--max-features", type=int, default=4096, help="largest layer width accepted (p×p moments)")
     p.add_argument("--labels", default="auto", metavar="auto|none|FILE.csv", help="as for analyze")
     p.add_argument("--crops", type=int, default=None, metavar="N",
