@@ -69,6 +69,10 @@ def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_S
     (a seeded draw). Returns ``{'layers': [...], 'pca_dim': [...], 'ambient': [...], 'sample_bound': n − 1}``."""
     from theory.rank import pca_dim
 
+    key = ("ranks", name, bool(quick), n, split, str(device))
+    with _LOCK:
+        if key in _MEMO:
+            return _MEMO[key]
     net = suite.net(name, quick, device)
     X, y, _ = suite.eval_images(split, quick)
     X = X[np.isin(y, net.classes)]
@@ -78,8 +82,11 @@ def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_S
     mats = [("input", X[rows].reshape(n, -1).astype(np.float64))]
     mats += [(k, out["layers"][k]) for k in net.model.stages]
     mats += [("features F(x)", out["features"]), ("logits", out["logits"])]
-    return {"layers": [k for k, _ in mats], "pca_dim": [int(pca_dim(m)) for _, m in mats],
-            "ambient": [int(m.shape[1]) for _, m in mats], "sample_bound": n - 1, "split": split, "n": n}
+    res = {"layers": [k for k, _ in mats], "pca_dim": [int(pca_dim(m)) for _, m in mats],
+           "ambient": [int(m.shape[1]) for _, m in mats], "sample_bound": n - 1, "split": split, "n": n}
+    with _LOCK:
+        _MEMO[key] = res
+    return res
 
 
 def _accuracies(logits, y, n1: int) -> dict:
