@@ -130,6 +130,22 @@ def test_a_planted_covlasso_bug_is_a_fail(stand_in, monkeypatch):
         assert out.status == "fail", (cid, out.status)
 
 
+def test_a_planted_cls_dim_bug_is_a_fail(stand_in, monkeypatch):
+    """sims.real.analysis.cls_dim answering the ambient width (a bisection that never moves): the positive control
+    (planted rank 3) no longer holds, so rd.cls_dim is a fail, never a refutation."""
+    from sims.real import analysis as A
+
+    orig = A.cls_dim
+
+    def stuck(pc, threshold=0.95, against=None):
+        r = orig(pc, threshold, against)
+        return {**r, "cls_dim": pc.d} if r["cls_dim"] is not None else r
+
+    monkeypatch.setattr(A, "cls_dim", stuck)
+    out = run_quick("rd.cls_dim")
+    assert out.status == "fail", out.status
+
+
 def test_judge_table1_rules():
     from verify.checks._glyph_real import judge_table1
 
