@@ -64,6 +64,7 @@ def stand_in(monkeypatch):
                 "face_test": {}, "required": {}, "reason": f"{name}: stand-in" + ("" if ok else ": NOT trained")}
 
     monkeypatch.setattr(suite, "precondition", pre)
+    monkeypatch.setattr(suite, "task", lambda quick=False: type("T", (), {"homoglyph_groups": lambda self, f=1.0: []})())
     monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)
     G._DATA.clear()
     R._SOLVED.clear()
