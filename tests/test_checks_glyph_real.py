@@ -189,3 +189,18 @@ def test_glyph_checks_on_the_quick_networks():
     for cid in ("nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit", "nd.between_networks"):
         out = run_quick(cid)
         assert out.status in ("pass", "refuted"), (cid, out.status, out.error)
+
+
+def test_an_original_accuracy_of_zero_is_no_verdict():
+    """ND Table 1's accuracy columns are read against the unmodified model's: where that is 0 (e.g. labels shifted
+    against the logit columns) the comparison cannot be read. It used to count as met (a miss of 0), so such a bug
+    turned a refuted verdict into a pass; now the reading is ``undecided``."""
+    from verify.checks._glyph_real import either, judge_table1
+
+    row = {"rel_err": 0.05, "abs_err": 1.0, "support": 5, "acc": 0.0, "ori_acc": 0.0, "pos_acc": 0.0,
+           "ori_pos_acc": 0.0}
+    t = judge_table1([row, dict(row)])
+    assert t["undecided"] and "ori_acc" in t["undecided"] and "ori_pos_acc" in t["undecided"]
+    ok = judge_table1([{**row, "acc": 0.6, "ori_acc": 0.62, "pos_acc": 0.7, "ori_pos_acc": 0.75}])
+    assert ok["undecided"] is None and ok["miss"] <= 1
+    assert either(None, t["undecided"]) == t["undecided"] and either("a", "b") == "a" and either(None, None) is None

@@ -107,3 +107,18 @@ def test_negative_control_fails_whatever_the_true_sign(slope):
     assert not G.judge_transfer(groups)["holds"]
     honest = {g: (np.asarray([p["metrics"] for p in pts[g]]), G.group_mlog(pts[g])) for g in pts}
     assert G.judge_transfer(honest)["holds"] == (slope > 0)
+
+
+def test_a_negative_correlation_on_one_seed_is_reported_not_refuted(monkeypatch):
+    """One seed cannot refute the transfer correlation (MLOG's seed-to-seed spread is as large as a group's range):
+    trained networks whose VCI falls as MLOG rises in both groups give an ``undecided`` Result (reported), never a
+    refutation, until the experiment has REFUTE_MIN_SEEDS seeds."""
+    assert G.TRANSFER_SEEDS < G.REFUTE_MIN_SEEDS
+    vcis = np.linspace(0.3, 0.8, 6)
+    pts = {g: [{"metrics": [v, 1.0, 1.0, 0.5], "p_pretrain": 0.9, "p_downstream": [0.9 - 0.1 * v] * 4,
+                "seconds": 1.0} for v in vcis] for g in ("tau", "lambda")}
+    monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: -np.asarray([p["metrics"][0] for p in ps]))
+    monkeypatch.setattr(G, "sensitivity", lambda *a, **k: pytest.fail("no sensitivity runs without a refutation"))
+    r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
+    assert not r.holds and r.undecided and "needs ≥ 3 seeds" in r.undecided and r.finding is None

@@ -70,7 +70,7 @@ def gain_test(mean: float, se: float, df: int, claim: float = TAB4_GAIN_PP) -> d
 
     ``power``: the probability that the test rejects H0 when f_all is level (Δ = 0), i.e. the power to tell a gain
     of ``claim`` from none with this SE (noncentral t, noncentrality claim/SE). Verdict: ``refuted`` (rejected at
-    ALPHA with power ≥ POWER_MIN), ``cannot tell`` (power < POWER_MIN, rejected or not), ``holds`` (not rejected with
+    ALPHA, whatever the power), ``cannot tell`` (not rejected, power < POWER_MIN), ``holds`` (not rejected with
     adequate power). Misses in tolerance units: ``miss_reject`` = (claim − Δ)/(t_α·SE) (> 1: rejected) and
     ``miss_power`` = (1 − power)/(1 − POWER_MIN) (> 1: power below POWER_MIN). ``mde``: the smallest gain the test
     detects with power POWER_MIN.
@@ -86,7 +86,8 @@ def gain_test(mean: float, se: float, df: int, claim: float = TAB4_GAIN_PP) -> d
     power = pw(claim)
     rejected = t < -tc
     mde = float(optimize.brentq(lambda g: pw(g) - POWER_MIN, 1e-9 * se, 100 * se))
-    verdict = "cannot tell" if power < POWER_MIN else ("refuted" if rejected else "holds")
+    # power matters only when H0 is NOT rejected (a rejection at level ALPHA stands whatever the power)
+    verdict = "refuted" if rejected else ("cannot tell" if power < POWER_MIN else "holds")
     t0 = mean / se
     return {"t": t, "df": df, "t_crit": tc, "p": float(stats.t.cdf(t, df)), "power": power, "rejected": bool(rejected),
             "verdict": verdict, "miss_reject": max(0.0, (claim - mean) / (tc * se)),

