@@ -7,8 +7,7 @@ analyze`` adds the traceback (the command lets errors reach ``verify.cli.main``,
 """
 from __future__ import annotations
 
-import json
-import sys
+from verify.commands import print_report_result
 
 
 def cmd_analyze(args) -> int:
@@ -19,11 +18,7 @@ def cmd_analyze(args) -> int:
               class_names=args.class_names, input_size=args.input_size, normalize=args.normalize,
               batch_size=args.batch_size, workers=args.workers, labels=args.labels, rank=args.rank,
               classifier=args.classifier, json_path=args.json, progress=not args.quiet)
-    if args.json == "-":
-        print(json.dumps(res, ensure_ascii=False), flush=True)
-        print(f"analysis: {res['markdown']}", file=sys.stderr)
-    else:
-        print(f"analysis: {res['markdown']}" + (f"  (JSON: {args.json})" if args.json else ""))
+    print_report_result(res, args.json, "analysis")
     return 0
 
 

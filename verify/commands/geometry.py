@@ -7,8 +7,7 @@ one-line error (exit 2) before any image is read.
 """
 from __future__ import annotations
 
-import json
-import sys
+from verify.commands import print_report_result
 
 
 def cmd_geometry(args) -> int:
@@ -21,11 +20,7 @@ def cmd_geometry(args) -> int:
               json_path=args.json, progress=not args.quiet, glyphs=args.glyphs, cka=not args.no_cka)
     if "markdown" not in res:  # a torchrun process other than rank 0: rank 0 writes and prints
         return 0
-    if args.json == "-":
-        print(json.dumps(res, ensure_ascii=False), flush=True)
-        print(f"geometry: {res['markdown']}", file=sys.stderr)
-    else:
-        print(f"geometry: {res['markdown']}" + (f"  (JSON: {args.json})" if args.json else ""))
+    print_report_result(res, args.json, "geometry")
     return 0
 
 
