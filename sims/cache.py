@@ -14,6 +14,12 @@ same cached function, so a simulation runs once per parameter set and code versi
   ``$XDG_CACHE_HOME/theorylab/results`` (``~/.cache/theorylab/results``); see :func:`cache_root`.
 * Files are written atomically (temporary file, fsync, rename) with the permissions an ordinary
   ``open()`` would give (``0666`` minus the umask), so collaborators can read reports and results.
+* Computed once across processes: while one process computes an entry it holds an exclusive lock
+  (``fcntl.flock`` on ``results/locks/<entry>.lock``); another process asking for the same entry waits for the
+  lock, then reads what the first one wrote instead of computing it again (a verify run with ``--jobs 2`` and
+  a sweep's workers share networks and results this way). The lock goes with the process that holds it (a
+  killed process leaves no stale lock); lock files stay (a few bytes each; ``make clean`` removes the cache).
+  Where ``fcntl`` is missing (Windows) entries are computed without the lock, as before.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import hashlib
 import io
 import json
 import os
+import contextlib
 import tempfile
 import threading
 from pathlib import Path
@@ -156,11 +163,72 @@ def cached(name: str, params: dict, compute: Callable[[], dict], refresh: bool =
     fingerprint, modules = code_fingerprint(compute, *depends)
     k = key(name, params, fingerprint)
     path = cache_dir() / f"{name}-{k}.npz"
-    if path.exists() and not refresh:
+    seen = _stamp(path)
+    if not refresh and seen is not None:
+        found = _try_load(path, k)
+        if found is not None:
+            return found
+    with entry_lock(path):
+        now = _stamp(path)
+        # another process may have written it while this one waited for the lock (a file not seen before)
+        if not refresh and now is not None and now != seen:
+            found = _try_load(path, k)
+            if found is not None:
+                return found
+        return _compute_and_save(name, path, k, compute, fingerprint, modules)
+
+
+def _stamp(path: Path):
+    """(inode, size, mtime) of the file, None when absent: tells a file written meanwhile from the one read."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _try_load(path: Path, k: str) -> dict | None:
+    try:
+        return _load_entry(path, k)
+    except ValueError as exc:  # never use a damaged file: recompute and replace it
+        REJECTED.append((str(path), str(exc)))
+        return None
+
+
+_LOCKS: dict = {}  # lock path -> [RLock, depth]: threads of one process queue here; the holder may re-enter
+_LOCKS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def entry_lock(path: Path):
+    """Hold the inter-process lock of the cache entry ``path`` (module doc) for the block. Threads of one process
+    wait for each other too; the thread holding it may enter again (a compute asking for its own entry)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): compute without it
+        yield
+        return
+    lock = Path(path).parent / "locks" / (Path(path).name + ".lock")
+    with _LOCKS_LOCK:
+        slot = _LOCKS.setdefault(str(lock), [threading.RLock(), 0])
+    with slot[0]:
+        slot[1] += 1
         try:
-            return _load_entry(path, k)
-        except ValueError as exc:  # never use a damaged file: recompute and replace it
-            REJECTED.append((str(path), str(exc)))
+            if slot[1] > 1:
+                yield
+                return
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            with open(lock, "a+b") as fh:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        finally:
+            slot[1] -= 1
+
+
+def _compute_and_save(name, path, k, compute, fingerprint, modules) -> dict:
     result = compute()
     if not isinstance(result, dict):
         raise TypeError(f"cached({name}): compute() must return a dict, got {type(result).__name__}")

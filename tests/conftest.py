@@ -3,6 +3,9 @@ import os
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# `theorylab verify` run in-process by the tests: one process, so monkeypatched functions (planted bugs) reach the
+# checks; tests/test_parallel.py runs the worker processes on purpose.
+os.environ["THEORYLAB_JOBS"] = "1"
 
 
 def pytest_collection_modifyitems(config, items):

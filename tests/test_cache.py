@@ -186,3 +186,54 @@ def test_package_sets_the_numba_cache_dir(tmp_path):
     assert _numba_cache_dir(env) == str(tmp_path / "tl" / "numba")
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")                 # a user's own setting wins
     assert _numba_cache_dir(env) == str(tmp_path / "mine")
+
+
+_SLOW_ENTRY = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from sims.cache import cached
+
+    def compute():
+        with open(sys.argv[1], "a") as fh:   # one line per compute: the test counts them
+            fh.write("computed\\n")
+        time.sleep(1.0)
+        return {"v": 42.0}
+
+    print(cached("lock_probe", {"p": 1}, compute)["v"])
+""")
+
+
+def test_two_processes_compute_an_entry_once(cache_env, tmp_path):
+    """The inter-process lock: two processes asking for the same missing entry at once compute it once; the
+    second waits, then reads what the first wrote (a verify run with --jobs 2 shares networks this way)."""
+    script, log = tmp_path / "slow_entry.py", tmp_path / "computed.txt"
+    script.write_text(_SLOW_ENTRY)
+    env = dict(os.environ, THEORYLAB_CACHE=str(cache_env.parent), PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, str(script), str(log)], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outs == ["42.0", "42.0"] and [p.returncode for p in procs] == [0, 0]
+    assert log.read_text().count("computed") == 1
+
+
+def test_entry_lock_is_reentrant_and_threads_wait(cache_env):
+    """A compute that asks for its own entry's lock again does not deadlock; another thread waits for the holder."""
+    import threading
+    import time
+
+    path = cache.cache_dir() / "x-1.npz"
+    order = []
+    with cache.entry_lock(path):
+        with cache.entry_lock(path):
+            order.append("inner")
+
+        def other():
+            with cache.entry_lock(path):
+                order.append("other")
+
+        t = threading.Thread(target=other)
+        t.start()
+        time.sleep(0.3)
+        order.append("outer done")
+    t.join(10)
+    assert order == ["inner", "outer done", "other"]

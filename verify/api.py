@@ -33,6 +33,7 @@ import weakref
 from pathlib import Path
 
 from verify import optional
+from verify import parallel as _parallel
 from verify import plugins as _plugins
 from verify import registry, report
 from verify.registry import Check, Outcome
@@ -146,6 +147,10 @@ class Run:
     staging: Path | None = dataclasses.field(default=None, repr=False)
     """Where the run's artifacts wait for :func:`write_report` (a temporary folder beside ``report_dir``)."""
     report_files: list = dataclasses.field(default_factory=list, repr=False)
+    jobs: int = 1
+    """Worker processes the checks ran in (1: this process)."""
+    preparations: dict = dataclasses.field(default_factory=dict)
+    """With ``jobs`` > 1: each preparation's label -> {seconds, error} (:mod:`verify.parallel`)."""
 
     def __getitem__(self, cid: str) -> Outcome:
         for o in self.outcomes:
@@ -180,15 +185,18 @@ class Run:
                                figure_seconds={f: v["seconds"] for f, v in self.figures.items()},
                                figure_errors=dict(self.figure_errors),
                                figure_skipped=dict(self.figure_skipped), plugins=list(self.plugins),
-                               patterns=list(self.patterns))
+                               patterns=list(self.patterns), jobs=self.jobs, preparations=dict(self.preparations))
 
 
 def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu", report_dir=None,
-        plugins=(), entry_points: bool = True, progress: bool = False, on_outcome=None) -> Run:
+        plugins=(), entry_points: bool = True, progress: bool = False, on_outcome=None, jobs=1) -> Run:
     """Run the checks whose ids match ``patterns`` (all when empty); returns a :class:`Run`.
 
-    ``on_outcome``: called with each :class:`Outcome` as soon as its check finishes (missing ids too), in
-    order, with the progress bar cleared meanwhile; what it raises stops the run (as Ctrl-C does).
+    ``on_outcome``: called with each :class:`Outcome` as soon as its check finishes (missing ids too), with
+    the progress bar cleared meanwhile; what it raises stops the run (as Ctrl-C does). ``jobs``: worker
+    processes (an int, or ``'auto'``: the usable CPUs, ≤ 8); 1 runs every check in this process, in order;
+    more runs the checks' preparations and then the checks in workers (:mod:`verify.parallel`), the outcomes
+    still in the selection's order. Same verdicts either way.
 
     Checked first, before any check runs: the seed, the device, the patterns (each must match) and the
     report folder (new, empty or an earlier report; it is not changed). The checks save their artifacts in a
@@ -199,6 +207,10 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns or ())
     seed = check_seed(seed)
     device = check_device(device)
+    try:
+        jobs = _parallel.check_jobs(jobs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     found = load_checks(plugins, entry_points)
     cat = registry.load_catalog()
     ids = select(cat, patterns, strict=True)
@@ -206,31 +218,51 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     stage = _stage_dir(rdir) if rdir is not None else None
     from tqdm import tqdm
 
-    outcomes = []
+    outcomes, prepared = [], {}
     try:
-        bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
-        for cid in bar:
-            bar.set_postfix_str(cid)
-            if cid not in found:
-                e = cat[cid]
-                outcomes.append(Outcome(id=cid, paper=e["paper"], equation="", kind=e["kind"],
-                                        statement=e["claim"], status="missing"))
-            else:
-                ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
-                outcomes.append(registry.run_check(found[cid], ctx))
-            if on_outcome is not None:
-                with tqdm.external_write_mode():  # the caller's line does not land inside the bar
-                    on_outcome(outcomes[-1])
+        here = [cid for cid in ids if cid in found]
+        if jobs > 1 and len(here) > 1:
+            bar = tqdm(total=len(ids), desc="checks", unit="job", file=sys.stderr, disable=None if progress else True)
+            for cid in ids:
+                if cid not in found:
+                    _report(_missing(cat[cid], cid), on_outcome)
+            done, prepared = _parallel.run_checks(
+                here, found, quick=quick, seed=seed, stage=stage, device=device, jobs=jobs, plugins=plugins,
+                entry_points=entry_points, on_done=lambda o: _report(o, on_outcome), bar=bar)
+            outcomes = [done[cid] if cid in done else _missing(cat[cid], cid) for cid in ids]
+        else:
+            bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
+            for cid in bar:
+                bar.set_postfix_str(cid)
+                if cid not in found:
+                    outcomes.append(_missing(cat[cid], cid))
+                else:
+                    ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+                    outcomes.append(registry.run_check(found[cid], ctx))
+                _report(outcomes[-1], on_outcome)
         bar.close()
     except BaseException:  # Ctrl-C included: the earlier report stays as it was
         _remove_stage(stage)
         raise
     r = Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
             check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
-            import_errors=dict(registry.IMPORT_ERRORS), staging=stage)
+            import_errors=dict(registry.IMPORT_ERRORS), staging=stage, jobs=jobs, preparations=prepared)
     if stage is not None:  # a run whose report is never written leaves no temporary folder
         r._cleanup = weakref.finalize(r, _remove_stage, stage)
     return r
+
+
+def _missing(entry: dict, cid: str) -> Outcome:
+    return Outcome(id=cid, paper=entry["paper"], equation="", kind=entry["kind"], statement=entry["claim"],
+                   status="missing")
+
+
+def _report(o: Outcome, on_outcome) -> None:
+    if on_outcome is not None:
+        from tqdm import tqdm
+
+        with tqdm.external_write_mode():  # the caller's line does not land inside the bar
+            on_outcome(o)
 
 
 @dataclasses.dataclass

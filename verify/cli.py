@@ -10,6 +10,7 @@ so is any other error (``-v`` prints its traceback). Exit status: 0 all well, 1 
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import pkgutil
 import sys
@@ -82,7 +83,7 @@ def cmd_verify(args) -> int:
         streamed.append(o.id)
 
     run = api.run(args.patterns, quick=args.quick, seed=args.seed, device=args.device, report_dir=args.report,
-                  plugins=_plugin_list(args), progress=True, on_outcome=on_outcome)
+                  plugins=_plugin_list(args), progress=True, on_outcome=on_outcome, jobs=args.jobs)
     _import_errors(args.verbose)
     for o in run.outcomes:
         if o.status == "fail":
@@ -147,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--list", action="store_true", help="list the catalog ids matching PATTERN (all by default)")
     v.add_argument("--no-figs", action="store_true", help="with --report: skip the figures")
     v.add_argument("--device", default="cpu", help="torch device for simulations (cpu, cuda, cuda:1, mps)")
+    v.add_argument("-j", "--jobs", default=os.environ.get("THEORYLAB_JOBS", "auto"), metavar="N|auto",
+                   help="worker processes: the checks' cached computations, then the checks, spread over them "
+                        "(default: $THEORYLAB_JOBS, else auto = the usable CPUs, at most 8; 1: one process)")
     v.add_argument("--plugins", action="append", metavar="MODULE[,MODULE]",
                    help="import these modules first: their checks and claims join the built-in ones")
     v.add_argument("-v", "--verbose", action="store_true", default=quiet, help="print tracebacks")

@@ -142,6 +142,12 @@ class Check:
     figures: tuple = ()
     positive_control: str | None = None
     seeds: int | None = None
+    prepare: Callable[[Context], list] | None = None
+    cost: float = 1.0
+
+    def preparations(self, ctx: Context) -> list:
+        """``prepare(ctx)``: the cached computations (:class:`verify.parallel.Prep`) a parallel run does first."""
+        return list(self.prepare(ctx)) if self.prepare is not None else []
 
     def n_seeds(self, quick: bool) -> int:
         """How many seeds a run uses: 1 in quick mode, else ``seeds`` (default 3 for sim checks, 1 otherwise)."""
@@ -262,6 +268,8 @@ def check(
     figures: tuple | list = (),
     positive_control: str | None = None,
     seeds: int | None = None,
+    prepare: Callable[[Context], list] | None = None,
+    cost: float | None = None,
 ):
     """Register ``compare(ctx, planted) -> Result`` as the check for catalog id ``id``.
 
@@ -270,11 +278,18 @@ def check(
     on which the claim holds by construction) requires ``compare(ctx, planted, positive=False)``.
     ``seeds`` overrides how many seeds a full run uses (see the module doc). ``reports`` may be a callable
     (no arguments, read at run time), e.g. "only a demonstration unless a data set is configured".
+    ``prepare(ctx)`` lists the cached computations the check reads (glyph networks, grid points), which a run
+    with ``--jobs N`` computes ahead of it in parallel (:mod:`verify.parallel`); ``cost`` is the check's seconds
+    in a cold full run on a 2-core machine, used only to start the longest checks first (default 1).
     """
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")
     if seeds is not None and (not isinstance(seeds, int) or seeds < 1):
         raise ValueError(f"check {id}: seeds must be a positive int, got {seeds!r}")
+    if prepare is not None and not callable(prepare):
+        raise ValueError(f"check {id}: prepare must be a function of the Context, got {prepare!r}")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost >= 0):
+        raise ValueError(f"check {id}: cost must be a number of seconds ≥ 0, got {cost!r}")
 
     def deco(fn: Callable[[Context, bool], Result]):
         if positive_control and "positive" not in inspect.signature(fn).parameters:
@@ -311,6 +326,8 @@ def check(
             figures=tuple(figures),
             positive_control=positive_control,
             seeds=seeds,
+            prepare=prepare,
+            cost=1.0 if cost is None else float(cost),
         )
         return fn
 

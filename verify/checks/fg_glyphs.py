@@ -31,6 +31,7 @@ from sims.glyphs import glyph_task
 from sims.glyphs import granularity as gr
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
+from verify.checks import _glyph_preps as gp
 from verify.registry import Result, check
 
 Z = 2.0  # standard errors for "grows" and "no step down"
@@ -125,7 +126,7 @@ def _f(x):
     positive_control="FG's picture built into features (script-level: a one-hot of the script, of a wrong script for "
                      "the hard classes; base/code-point level: a one-hot of the code point; plus noise), through the "
                      "same linear probe and judge",
-    figures=("fg.glyph_granularity",),
+    figures=("fg.glyph_granularity",), prepare=gp.granularity(3), cost=115,
 )
 def label_granularity(ctx, planted, positive=False):
     """FG Sec 1 / Fig 2 on glyph LeNets pretrained at script, base-letter and code-point labels (module doc)."""

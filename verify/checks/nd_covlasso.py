@@ -16,6 +16,7 @@ from sims.spd import gram, lowrank_logits, spd_with_condition
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_cd, covlasso_path, kkt_violation
 from theory.neural_dependency import dependencies, mixed_cov, mixed_logits
+from verify.checks import _glyph_preps as gp
 from verify.registry import Result, check
 
 KKT_TOL = 1e-9  # KKT residual in units of λ_max(i): the exact solver reaches rounding level (~1e-15)
@@ -500,7 +501,7 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
                      "images than g's (rows permuted: the pairing by image is lost)",
     positive_control="the glyph verdict's code on synthetic logits where g's category 0 is an exact combination "
                      "f_0 = 1.064·f_1 + 0.38·f_2 of f's others (f's own column 0 replaced by noise)",
-    figures=("nd.glyph_between_networks",),
+    figures=("nd.glyph_between_networks",), prepare=gp.suite_nets("lenet-s{s}", "lenet-s{s1}"), cost=60,
 )
 @_one_blas_thread
 def between_networks(ctx, planted, positive=False):

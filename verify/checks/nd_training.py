@@ -27,6 +27,7 @@ import numpy as np
 
 from sims.dependency_training import (REG_RHO, REG_WEIGHT, new_categories_result, regularizer_result,
                                      standard_sizes as sizes)
+from verify.checks import _glyph_preps as gp
 from verify.registry import Result, check
 
 MARGIN_PP = 1.0  # allowed accuracy loss in percentage points, before the sampling allowance
@@ -233,7 +234,7 @@ def _fmt_test(v: dict) -> str:
                      f"{TAB4_PLANTED_PP:g} % of its new-class test predictions made wrong (from its correct ones; "
                      f"Tab 4's ResNet-50 gain, +{TAB4_PLANTED_PP:g} pp), in every run: H0 must stand, with adequate "
                      "power",
-    figures=("nd.new_categories_accuracy",),
+    figures=("nd.new_categories_accuracy",), prepare=gp.suite_nets("lenet-base-s{s}", "lenet-s{s}"), cost=60,
 )
 def new_categories(ctx, planted, positive=False):
     """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""

@@ -27,6 +27,7 @@ from sims.threads import single_threaded
 from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
                                        SUPPORT_MAX, either, glyph_data, judge_table1, row_view,
                                        table1_sensitivity)
+from verify.checks import _glyph_preps as gp
 from verify.registry import Result, check
 
 IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
@@ -161,6 +162,11 @@ def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
                   undecided=either(None if pre is None else pre["undecided"], t.get("undecided")))
 
 
+def _glyph_nets(ctx) -> list:
+    """The suite networks a run on the glyph networks reads (none with an ImageNet folder): verify.parallel."""
+    return [] if imagenet_dir() else gp.suite_nets_seeds(REAL_SEEDS, "lenet-s{s}")(ctx)
+
+
 @check(
     "nd.table1_metrics", equation="Eq 2, Tab 1", kind="sim", seeds=REAL_SEEDS,
     tolerance=f"median rel err ≤ {REL_ERR_MAX}, support ≤ {SUPPORT_MAX}, acc ≥ {ACC_RATIO}·ori, "
@@ -174,7 +180,7 @@ def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
     negative_control="a planted wrong dependency: the same number of other categories drawn at random, fitted by "
                      "least squares on the same second moment",
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
-    figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"),
+    figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"), prepare=_glyph_nets, cost=20,
 )
 @_one_blas_thread
 def table1_metrics(ctx, planted, positive=False):
@@ -250,7 +256,7 @@ def _few_suffice(smallest: dict, d: dict) -> tuple[str, str]:
     negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the samples "
                      "(same marginals, no joint structure), so no sparse combination can predict the target",
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
-    figures=("nd.glyph_support_vs_error",),
+    figures=("nd.glyph_support_vs_error",), prepare=_glyph_nets, cost=30,
 )
 @_one_blas_thread
 def independence_deficit(ctx, planted, positive=False):
@@ -308,7 +314,7 @@ def _cls(pc, labels, planted, rng):
     negative_control="shuffled targets: the projected classifier is scored against a permutation of the labels "
                      "(or of the full model's predictions), so no k reaches the threshold",
     positive_control="planted features of rank 3 (plus 1e-3 noise) in 40 dimensions: ClsDim ≤ 3",
-    figures=("rd.glyph_layer_ranks",),
+    figures=("rd.glyph_layer_ranks",), prepare=_glyph_nets, cost=10,
 )
 @_one_blas_thread
 def cls_dim_check(ctx, planted, positive=False):

@@ -1,0 +1,137 @@
+"""verify.parallel: a run in worker processes gives the serial run's verdicts, runs preparations first (shared,
+errors recorded), survives a worker that dies, and is chosen by --jobs / $THEORYLAB_JOBS."""
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+import verify
+from tests.helpers import isolated_registry
+from verify import api, cli, parallel
+
+PLUGIN = '''
+import os
+from pathlib import Path
+
+import numpy as np
+
+from verify import Result, check, register_claim
+from verify.parallel import prep
+
+LOG = Path({log!r})
+for cid in ("ok", "uses_prep", "dies"):
+    register_claim(f"{p}.{{cid}}", paper="MY", kind="numeric", claim=f"{{cid}} claim")
+
+
+def write(tag):
+    with open(LOG, "a") as fh:
+        fh.write(f"{{tag}} {{os.getpid()}}\\n")
+
+
+def broken():
+    raise RuntimeError("prep exploded")
+
+
+def _result(x, planted):
+    err = abs(x - (1.0 if planted else 0.0))
+    return Result(measured=err, expected="<= 1e-12", holds=bool(err <= 1e-12), miss=err / 1e-12)
+
+
+@check("{p}.ok", equation="-", kind="numeric", tolerance=1e-12, tolerance_reason="exact",
+       negative_control="off by one", cost=5)
+def ok(ctx, planted):
+    return _result(float(ctx.rng("x").integers(0, 1)), planted)
+
+
+def _preps(ctx):
+    return [prep("shared prep", write, "prep"), prep("shared prep", write, "prep"), prep("bad prep", broken)]
+
+
+@check("{p}.uses_prep", equation="-", kind="numeric", tolerance=1e-12, tolerance_reason="exact",
+       negative_control="off by one", prepare=_preps)
+def uses_prep(ctx, planted):
+    lines = LOG.read_text().split() if LOG.exists() else []
+    return _result(0.0 if "prep" in lines else 5.0, planted)
+
+
+@check("{p}.dies", equation="-", kind="numeric", tolerance=1e-12, tolerance_reason="exact",
+       negative_control="off by one")
+def dies(ctx, planted):
+    if os.environ.get("THEORYLAB_TEST_DIE") == "1":
+        os._exit(3)
+    return _result(0.0, planted)
+'''
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    name = f"par_plugin_{uuid.uuid4().hex[:8]}"
+    prefix = f"p{uuid.uuid4().hex[:6]}"
+    log = tmp_path / "log.txt"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(PLUGIN.format(p=prefix, log=str(log))))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with isolated_registry(name):
+        yield name, prefix, log
+
+
+def _key(o):
+    return (o.id, o.status, o.measured, o.negative_control_result, o.error)
+
+
+def test_workers_give_the_serial_verdicts_in_the_selection_order(plugin):
+    name, p, log = plugin
+    ids = [f"{p}.ok", f"{p}.uses_prep", "vc.decomposition", "nd.kkt_sparsity"]
+    serial = api.run(ids, quick=True, plugins=[name], jobs=1)
+    assert serial[f"{p}.uses_prep"].status == "fail"                 # no preparation in one process
+    par = api.run(ids, quick=True, plugins=[name], jobs=2)
+    assert [o.id for o in par] == [o.id for o in serial]             # the catalog's order, both ways
+    same = [i for i in ids if i != f"{p}.uses_prep"]
+    assert [_key(par[i]) for i in same] == [_key(serial[i]) for i in same]  # same numbers
+    assert par[f"{p}.uses_prep"].status == "pass"                    # it read what its preparation wrote
+    assert log.read_text().split().count("prep") == 1                # one preparation for two identical labels
+    assert par.jobs == 2 and par.preparations["shared prep"]["error"] is None
+    assert par.preparations["bad prep"]["error"] == "RuntimeError: prep exploded"  # recorded, run went on
+    assert par.meta()["preparations"]["bad prep"]["error"]
+
+
+def test_a_worker_that_dies_fails_its_check_only(plugin, monkeypatch):
+    name, p, _ = plugin
+    monkeypatch.setenv("THEORYLAB_TEST_DIE", "1")
+    run = api.run([f"{p}.dies", f"{p}.ok", "vc.decomposition"], quick=True, plugins=[name], jobs=2)
+    assert [run[i].status for i in (f"{p}.dies", f"{p}.ok", "vc.decomposition")] == ["fail", "pass", "pass"]
+    assert "worker process died" in run[f"{p}.dies"].error
+
+
+def test_jobs_are_validated_before_anything_runs():
+    assert parallel.check_jobs("auto") == parallel.auto_jobs() >= 1
+    assert parallel.check_jobs("3") == 3
+    for bad in (0, -1, "two", 1.5, True):
+        with pytest.raises(verify.UsageError, match="jobs"):
+            api.run(["vc.decomposition"], quick=True, jobs=bad)
+
+
+def test_the_cli_reads_jobs_from_the_flag_and_the_environment(monkeypatch):
+    seen = []
+
+    def fake_run(*a, **kw):
+        seen.append(kw["jobs"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "run", fake_run)
+    monkeypatch.setenv("THEORYLAB_JOBS", "5")
+    for argv in (["verify", "nd.kkt_sparsity"], ["verify", "-j", "2", "nd.kkt_sparsity"]):
+        assert cli.main(argv) != 0
+    assert seen == ["5", "2"]
+
+
+def test_prepare_must_be_callable():
+    with pytest.raises(ValueError, match="prepare"):
+        verify.registry.check("vc.decomposition", equation="-", kind="numeric", tolerance=0, tolerance_reason="-",
+                              negative_control="-", prepare=3)
+    with pytest.raises(ValueError, match="cost"):
+        verify.registry.check("vc.decomposition", equation="-", kind="numeric", tolerance=0, tolerance_reason="-",
+                              negative_control="-", cost=-1)
+    assert sys.modules["verify.parallel"] is parallel

@@ -1,0 +1,216 @@
+"""Running a verify selection in worker processes: ``theorylab verify --jobs N`` (the CLI's default: the usable
+CPUs, at most 8; ``verify.run(jobs=1)``, the API's default, runs everything in this process as before).
+
+Why: most checks, and every glyph network, run on one thread (sims/threads.py says why), so one process uses
+one core. With N workers a run goes in two phases, both spread over the workers:
+
+1. **preparations** — the cached computations the selected checks read, declared with ``@check(prepare=...)``
+   as :class:`Prep` items (a glyph network, one point of a transfer grid, one seed's collapse curves). Each
+   lands in the disk cache (:mod:`sims.cache`), and the check later reads it from there. An entry two
+   processes ask for at once is computed once (the cache's inter-process lock: the second waits for the first).
+   A preparation that raises is recorded (``Run.preparations``) and otherwise ignored: the check computes the
+   same thing itself and reports the error as its own;
+2. **checks**, the most expensive first (``@check(cost=...)``), each with the same :class:`~verify.registry.Context`
+   as in one process. A check's random numbers depend on the seed and its id only, so its verdict does not
+   depend on the worker or the order; the outcomes are returned in the selection's (catalog) order, and
+   ``on_outcome`` is called as each one finishes.
+
+Each worker runs one thread (torch, BLAS/OpenMP and numba: environment variables set before it starts), so N
+workers fill N cores without spin-waiting on each other. A worker that dies (killed, out of memory) breaks the
+pool: the checks it took down are run again one at a time, each in a fresh single-worker pool, so the one that
+kills its worker fails with a one-line reason and the others get their verdicts. Functions monkeypatched in
+this process (tests) do not reach the workers: use ``jobs=1`` for those.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import time
+import traceback
+from typing import Callable
+
+from verify import registry
+from verify.registry import Outcome
+
+#: Thread pools pinned to one thread in the workers (read by OpenBLAS, MKL, OpenMP, numba when they start).
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+MAX_AUTO_JOBS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Prep:
+    """One cached computation a check reads: ``fn(*args, **dict(kwargs))`` (``fn`` a module-level function, so
+    it reaches a worker). ``label`` names it in the progress bar and identifies it: two checks listing the same
+    label share one preparation. ``cost``: its seconds in a cold full run (order only)."""
+
+    label: str
+    fn: Callable
+    args: tuple = ()
+    kwargs: tuple = ()
+    cost: float = 1.0
+
+
+def prep(label: str, fn: Callable, *args, cost: float = 1.0, **kwargs) -> Prep:
+    """A :class:`Prep` of ``fn(*args, **kwargs)``."""
+    return Prep(label, fn, tuple(args), tuple(sorted(kwargs.items())), float(cost))
+
+
+def auto_jobs() -> int:
+    """The usable CPUs (the process's affinity where the OS tells it), at most :data:`MAX_AUTO_JOBS`."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(MAX_AUTO_JOBS, n))
+
+
+def check_jobs(jobs) -> int:
+    """``jobs`` as an int ≥ 1 (``'auto'``/None → :func:`auto_jobs`), else ValueError naming it."""
+    if jobs is None or jobs == "auto":
+        return auto_jobs()
+    if isinstance(jobs, str) and jobs.strip().isdigit():
+        jobs = int(jobs)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer ≥ 1 or 'auto', got {jobs!r}")
+    return jobs
+
+
+# ---------------------------------------------------------------------------------------------------- workers
+_WORKER: dict = {}
+
+
+def _worker_init(plugins, entry_points) -> None:
+    from verify import api
+
+    _WORKER["checks"] = api.load_checks(plugins, entry_points)
+
+
+def _run_prep(p: Prep):
+    t0 = time.perf_counter()
+    try:
+        p.fn(*p.args, **dict(p.kwargs))
+        err = None
+    except Exception as exc:  # the check computes it again and reports its own error
+        err = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return p.label, time.perf_counter() - t0, err
+
+
+def _run_check(cid: str, quick: bool, seed: int, stage, device: str) -> Outcome:
+    ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+    return registry.run_check(_WORKER["checks"][cid], ctx)
+
+
+@contextlib.contextmanager
+def _one_thread_env():
+    """The worker environment (:data:`ONE_THREAD`) while the pool starts its processes."""
+    old = {k: os.environ.get(k) for k in ONE_THREAD}
+    os.environ.update(ONE_THREAD)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _pool(n: int, plugins, entry_points) -> cf.ProcessPoolExecutor:
+    return cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_worker_init, initargs=(tuple(plugins), entry_points))
+
+
+def _died(cid: str, chk, why: str) -> Outcome:
+    return Outcome(id=cid, paper=chk.paper, equation=chk.equation, kind=chk.kind, statement=chk.statement,
+                   status="fail", tolerance=chk.tolerance, tolerance_reason=chk.tolerance_reason,
+                   negative_control=chk.negative_control, positive_control=chk.positive_control,
+                   figures=chk.figures, error=why)
+
+
+# ------------------------------------------------------------------------------------------------------- run
+def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, jobs: int, plugins=(),
+               entry_points: bool = True, on_done=None, bar=None) -> tuple[dict, dict]:
+    """Run the checks ``ids`` (all in ``found``) in ``jobs`` workers (module doc).
+
+    Returns ``(outcomes by id, preparations label -> {seconds, error})``. ``on_done(outcome)`` is called in
+    this process as each check finishes; ``bar`` (a tqdm) is advanced once per preparation and per check."""
+    ctx0 = {cid: registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+            for cid in ids}
+    preps: dict[str, Prep] = {}
+    for cid in ids:
+        for p in found[cid].preparations(ctx0[cid]):
+            if not isinstance(p, Prep):
+                raise TypeError(f"check {cid}: prepare() must return verify.parallel.Prep items, got {p!r}")
+            preps.setdefault(p.label, p)
+    order = sorted(ids, key=lambda c: -found[c].cost)
+    prep_order = sorted(preps.values(), key=lambda p: -p.cost)
+    if bar is not None:
+        bar.reset(total=len(prep_order) + len(order))
+    outcomes: dict[str, Outcome] = {}
+    prepared: dict[str, dict] = {}
+    broken: list[str] = []
+
+    def finish(cid, o):
+        outcomes[cid] = o
+        if bar is not None:
+            bar.update(1)
+        if on_done is not None:
+            on_done(o)
+
+    ex = None
+    try:
+        with _one_thread_env():
+            ex = _pool(jobs, plugins, entry_points)
+            pf = {ex.submit(_run_prep, p): p.label for p in prep_order}
+            cfut = {ex.submit(_run_check, cid, quick, seed, stage, device): cid for cid in order}
+        for fut in cf.as_completed([*pf, *cfut]):
+            if fut in pf:
+                try:
+                    label, secs, err = fut.result()
+                    prepared[label] = {"seconds": round(secs, 2), "error": err}
+                except Exception as exc:  # the pool broke under it: the checks recompute what they need
+                    prepared[pf[fut]] = {"seconds": None, "error": f"{type(exc).__name__}: {exc}"}
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(pf[fut])
+                continue
+            cid = cfut[fut]
+            try:
+                finish(cid, fut.result())
+            except cf.process.BrokenProcessPool:
+                broken.append(cid)
+            except Exception as exc:  # e.g. an outcome that cannot be sent back
+                finish(cid, _died(cid, found[cid], f"the worker could not return the outcome: "
+                                                   f"{type(exc).__name__}: {exc}".splitlines()[0]))
+    except BaseException:  # Ctrl-C included: stop the workers, keep nothing
+        if ex is not None:
+            ex.shutdown(wait=False, cancel_futures=True)
+            _kill(ex)
+        raise
+    ex.shutdown(wait=True)
+    for cid in sorted(broken, key=order.index):  # one at a time: the one that kills its worker is named
+        finish(cid, _isolated(cid, found[cid], quick, seed, stage, device, plugins, entry_points))
+    return outcomes, prepared
+
+
+def _isolated(cid, chk, quick, seed, stage, device, plugins, entry_points) -> Outcome:
+    with _one_thread_env():
+        ex = _pool(1, plugins, entry_points)
+        fut = ex.submit(_run_check, cid, quick, seed, stage, device)
+    try:
+        return fut.result()
+    except cf.process.BrokenProcessPool:
+        return _died(cid, chk, "its worker process died while running it (killed, or out of memory?)")
+    except Exception as exc:
+        return _died(cid, chk, "".join(traceback.format_exception_only(type(exc), exc)).strip())
+    finally:
+        ex.shutdown(wait=True)
+
+
+def _kill(ex: cf.ProcessPoolExecutor) -> None:
+    for proc in list(getattr(ex, "_processes", {}).values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
