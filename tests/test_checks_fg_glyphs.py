@@ -32,6 +32,32 @@ def test_judge_fails_without_growth_or_when_the_gain_is_on_easy_samples():
     assert v["miss"]["largest on hard"] > 1 and not v["holds"]
 
 
+def test_clustered_se_equals_the_se_of_class_means_for_equal_classes():
+    """Independent reference: with n classes of m images each, the cluster-robust SE of the paired difference is the
+    standard error of the n class means (ddof 1); it is larger than the per-image SE when classes differ."""
+    rng = np.random.default_rng(1)
+    n, m = 30, 16
+    cls = np.repeat(np.arange(n), m)
+    p_a, p_b = rng.uniform(0.3, 0.9, n)[cls], rng.uniform(0.3, 0.9, n)[cls]   # class-level accuracies
+    a, b = rng.random(n * m) < p_a, rng.random(n * m) < p_b
+    mean, se = G.paired(a, b, groups=cls)
+    means = np.array([(b[cls == g].astype(float) - a[cls == g]).mean() for g in range(n)])
+    assert mean == pytest.approx((b.astype(float) - a).mean(), abs=1e-15)
+    assert se == pytest.approx(means.std(ddof=1) / np.sqrt(n), rel=1e-12)
+    assert se > G.paired(a, b)[1]
+
+
+def test_judge_refutes_only_a_reversal_shown_at_two_clustered_se():
+    cls = np.repeat(np.arange(40), 10)
+    hard = cls % 2 == 0
+    flat = {lv: np.random.default_rng(k).random(400) < 0.8 for k, lv in enumerate(("script", "base", "fine"))}
+    v = G.judge_granularity(flat, hard, groups=cls)
+    assert not v["holds"] and not v["refuted"]           # no gain, no reversal: undecided
+    worse = {"script": np.ones(400, bool), "base": np.ones(400, bool), "fine": np.arange(400) % 3 != 0}
+    v = G.judge_granularity(worse, hard, groups=cls)
+    assert v["refuted"] and v["total"][0] < -2 * v["total"][1]
+
+
 def test_linear_probe_separates_separable_classes_and_chooses_a_penalty():
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(4), 20)

@@ -60,7 +60,8 @@ def stand_in(monkeypatch):
 
     def pre(name, quick=False, device=None):
         ok = state["trained"]
-        return {"trained": ok, "face_test_all": 0.9 if ok else 0.01, "aug_test": 0.9 if ok else 0.01,
+        # the stand-in's logits classify every test row right: its held-out accuracy is 1 (checked against the rows)
+        return {"trained": ok, "face_test_all": state.get("face_test_all", 1.0), "aug_test": 0.9 if ok else 0.01,
                 "face_test": {}, "required": {}, "reason": f"{name}: stand-in" + ("" if ok else ": NOT trained")}
 
     monkeypatch.setattr(suite, "precondition", pre)
@@ -87,6 +88,15 @@ def test_an_untrained_network_is_reported_never_judged(stand_in, cid):
     out = run_quick(cid)
     assert out.status == "reported", (cid, out.status, out.error)
     assert "NOT trained" in str(out.details)
+
+
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit"])
+def test_rows_that_are_not_the_precondition_images_fail(stand_in, cid):
+    """The original accuracy on the test rows is computed twice (float64 logits here, the precondition's own forward
+    pass): a disagreement means the rows are not the judged images (a wrong split or net): fail, never a verdict."""
+    stand_in["face_test_all"] = 0.5
+    out = run_quick(cid)
+    assert out.status == "fail" and "not the precondition's" in out.error, (out.status, out.error)
 
 
 def test_between_networks_glyph_line_passes_and_its_negative_control_fails(stand_in):

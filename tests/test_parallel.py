@@ -135,3 +135,10 @@ def test_prepare_must_be_callable():
         verify.registry.check("vc.decomposition", equation="-", kind="numeric", tolerance=0, tolerance_reason="-",
                               negative_control="-", cost=-1)
     assert sys.modules["verify.parallel"] is parallel
+
+
+def test_figures_drawn_in_workers_are_the_serial_ones(tmp_path):
+    one = api.draw_figures(tmp_path / "one", ["nd.error_path", "vc.fig2_spectra"], quick=True, jobs=1)
+    two = api.draw_figures(tmp_path / "two", ["nd.error_path", "vc.fig2_spectra"], quick=True, jobs=2)
+    assert list(two.done) == list(one.done) == ["nd.error_path", "vc.fig2_spectra"] and not two.failed
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())

@@ -151,6 +151,8 @@ class Run:
     """Worker processes the checks ran in (1: this process)."""
     preparations: dict = dataclasses.field(default_factory=dict)
     """With ``jobs`` > 1: each preparation's label -> {seconds, error} (:mod:`verify.parallel`)."""
+    sources: tuple = dataclasses.field(default=((), True), repr=False)
+    """(plugin modules, entry points?) as given to :func:`run`: what the figure workers load."""
 
     def __getitem__(self, cid: str) -> Outcome:
         for o in self.outcomes:
@@ -246,7 +248,8 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
         raise
     r = Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
             check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
-            import_errors=dict(registry.IMPORT_ERRORS), staging=stage, jobs=jobs, preparations=prepared)
+            import_errors=dict(registry.IMPORT_ERRORS), staging=stage, jobs=jobs, preparations=prepared,
+            sources=(tuple([plugins] if isinstance(plugins, str) else plugins or ()), bool(entry_points)))
     if stage is not None:  # a run whose report is never written leaves no temporary folder
         r._cleanup = weakref.finalize(r, _remove_stage, stage)
     return r
@@ -286,7 +289,7 @@ def figures(plugins=(), entry_points: bool = True) -> dict:
 
 
 def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, progress: bool = False,
-                 plugins=(), entry_points: bool = True) -> Figures:
+                 plugins=(), entry_points: bool = True, jobs=1) -> Figures:
     """Draw figures into ``out_dir`` (PNG and PDF): those matching ``ids`` (patterns; all when None), or
     those illustrating any of the check ids ``for_checks``. A figure that raises is recorded, not raised: in
     ``skipped`` if what it lacks is an optional package that is not installed, else in ``failed``."""
@@ -303,19 +306,41 @@ def draw_figures(out_dir, ids=None, *, for_checks=None, quick: bool = False, pro
     out = prepare_dir(out_dir, "figure folder")
     done, failed, tbs, skipped = {}, {}, {}, {}
     t0 = time.perf_counter()
-    for fid in tqdm(chosen, desc="figures", unit="fig", file=sys.stderr, disable=None if progress else True):
-        f = figs[fid]
-        try:
-            r = figreg.render(f, out, quick=quick)
-            done[fid] = {"answers": f.answers, "caption": f.caption, "seconds": round(r["seconds"], 2)}
-        except Exception as exc:  # a broken figure must not hide the others; the caller says so loudly
-            missing = optional.find_missing(exc)
-            if missing is not None:
-                skipped[fid] = {"missing_dependency": missing.what, "install": missing.install}
-                continue
-            failed[fid] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            tbs[fid] = traceback.format_exc()
+    try:
+        jobs = _parallel.check_jobs(jobs)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    bar = tqdm(total=len(chosen), desc="figures", unit="fig", file=sys.stderr, disable=None if progress else True)
+    if jobs > 1 and len(chosen) > 1:
+        drawn = _parallel.draw_figures(chosen, out, quick=quick, jobs=jobs, plugins=plugins,
+                                       entry_points=entry_points, bar=bar)
+    else:
+        drawn = {}
+        for fid in chosen:
+            drawn[fid] = _draw_here(figreg, figs[fid], out, quick)
+            bar.update(1)
+    bar.close()
+    for fid in chosen:  # the figures' order, whoever drew them
+        kind, *rest = drawn[fid]
+        if kind == "done":
+            done[fid] = {"answers": figs[fid].answers, "caption": figs[fid].caption, "seconds": round(rest[0], 2)}
+        elif kind == "skipped":
+            skipped[fid] = {"missing_dependency": rest[0], "install": rest[1]}
+        else:
+            failed[fid], tbs[fid] = rest
     return Figures(done, failed, tbs, time.perf_counter() - t0, skipped)
+
+
+def _draw_here(figreg, f, out, quick) -> tuple:
+    """One figure in this process, in :func:`verify.parallel._draw`'s form. A broken figure must not hide the
+    others: it is recorded (the caller says so loudly)."""
+    try:
+        return ("done", figreg.render(f, out, quick=quick)["seconds"])
+    except Exception as exc:
+        missing = optional.find_missing(exc)
+        if missing is not None:
+            return ("skipped", missing.what, missing.install)
+        return ("failed", f"{type(exc).__name__}: {exc}".splitlines()[0], traceback.format_exc())
 
 
 def draw_figure(fid: str, out_dir, quick: bool = False) -> dict:
@@ -359,7 +384,8 @@ def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=N
             if figures:
                 ids = {o.id for o in run.outcomes}
                 fr = draw_figures(stage / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
-                                  progress=progress, entry_points=False)
+                                  progress=progress, plugins=run.sources[0], entry_points=run.sources[1],
+                                  jobs=run.jobs)
                 run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
                 run.figure_skipped = fr.skipped
                 run.figure_tracebacks = fr.tracebacks

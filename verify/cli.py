@@ -112,7 +112,8 @@ def cmd_figs(args) -> int:
         for f in api.figures(plugins).values():
             print(f"{f.id:36s} {f.answers:20s} {report.cut(f.caption, 70)}")
         return 0
-    fr = api.draw_figures(args.out, args.ids or None, quick=args.quick, progress=True, plugins=plugins)
+    fr = api.draw_figures(args.out, args.ids or None, quick=args.quick, progress=True, plugins=plugins,
+                          jobs=args.jobs)
     for fid, err in fr.failed.items():
         print(f"figure {fid} failed: {err}", file=sys.stderr)
         if args.verbose:
@@ -162,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quick", action="store_true")
     f.add_argument("--list", action="store_true")
     f.add_argument("--plugins", action="append", metavar="MODULE[,MODULE]", help="import these modules first")
+    f.add_argument("-j", "--jobs", default=os.environ.get("THEORYLAB_JOBS", "auto"), metavar="N|auto",
+                   help="worker processes drawing the figures (as for verify)")
     f.add_argument("-v", "--verbose", action="store_true", default=quiet, help="print tracebacks")
     f.set_defaults(func=cmd_figs)
 

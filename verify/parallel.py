@@ -86,6 +86,21 @@ def _worker_init(plugins, entry_points) -> None:
     from verify import api
 
     _WORKER["checks"] = api.load_checks(plugins, entry_points)
+    _WORKER["figures"] = api.figures(plugins, entry_points)
+
+
+def _draw(fid: str, out_dir, quick: bool):
+    """One figure in a worker: ('done', seconds) | ('skipped', what, install) | ('failed', line, traceback)."""
+    from paper_figs import registry as figreg
+    from verify import optional
+
+    try:
+        return ("done", figreg.render(_WORKER["figures"][fid], out_dir, quick=quick)["seconds"])
+    except Exception as exc:
+        missing = optional.find_missing(exc)
+        if missing is not None:
+            return ("skipped", missing.what, missing.install)
+        return ("failed", f"{type(exc).__name__}: {exc}".splitlines()[0], traceback.format_exc())
 
 
 def _run_prep(p: Prep):
@@ -194,6 +209,29 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     for cid in sorted(broken, key=order.index):  # one at a time: the one that kills its worker is named
         finish(cid, _isolated(cid, found[cid], quick, seed, stage, device, plugins, entry_points))
     return outcomes, prepared
+
+
+def draw_figures(fids, out_dir, *, quick: bool, jobs: int, plugins=(), entry_points: bool = True, bar=None) -> dict:
+    """Draw the figures ``fids`` into ``out_dir`` in ``jobs`` workers: fid -> what :func:`_draw` returns (a worker
+    that dies fails the figures it took down, one line each)."""
+    out = {}
+    with _one_thread_env():
+        ex = _pool(jobs, plugins, entry_points)
+        futs = {ex.submit(_draw, fid, out_dir, quick): fid for fid in fids}
+    try:
+        for fut in cf.as_completed(futs):
+            try:
+                out[futs[fut]] = fut.result()
+            except Exception as exc:  # BrokenProcessPool and the like
+                out[futs[fut]] = ("failed", f"its worker process died ({type(exc).__name__})", "")
+            if bar is not None:
+                bar.update(1)
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        _kill(ex)
+        raise
+    ex.shutdown(wait=True)
+    return out
 
 
 def _isolated(cid, chk, quick, seed, stage, device, plugins, entry_points) -> Outcome:

@@ -280,7 +280,7 @@ def check(
     (no arguments, read at run time), e.g. "only a demonstration unless a data set is configured".
     ``prepare(ctx)`` lists the cached computations the check reads (glyph networks, grid points), which a run
     with ``--jobs N`` computes ahead of it in parallel (:mod:`verify.parallel`); ``cost`` is the check's seconds
-    in a cold full run on a 2-core machine, used only to start the longest checks first (default 1).
+    in a full run once those are done (2-core machine), used only to start the longest checks first (default 1).
     """
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")

@@ -75,3 +75,12 @@ def granularity(n_seeds: int):
                 for name, arch, epochs, _ in gr.SENSITIVITY[bool(ctx.quick)] for lv in (gr.LEVELS[0], gr.LEVELS[-1])]
         return out
     return prepare
+
+
+def new_categories(ctx):
+    """nd.new_categories' glyph line: its two networks, then ND Sec 3.2's Θ fit and read-out (cached)."""
+    from sims.glyphs import dependencies as GD
+
+    return suite_nets("lenet-base-s{s}", "lenet-s{s}")(ctx) + [
+        prep(f"glyph new categories seed {ctx.seed}{_q(ctx)}", GD.new_categories, ctx.seed, ctx.quick, ctx.device,
+             cost=5 if ctx.quick else 40)]

@@ -72,7 +72,7 @@ def precondition(ctx, names) -> dict:
 
     pre = {n: suite.precondition(n, ctx.quick, ctx.device) for n in names}
     bad = [p["reason"] for p in pre.values() if not p["trained"]]
-    return {"ok": not bad, "lines": {n: p["reason"] for n, p in pre.items()},
+    return {"ok": not bad, "lines": {n: p["reason"] for n, p in pre.items()}, "accuracies": pre,
             "undecided": ("; ".join(bad) + " (the glyph networks are not trained: no verdict)") if bad else None}
 
 
@@ -106,8 +106,23 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
              inputs=(f"glyph network {name} ({s.arch}, {K} code points, {s.per_class} training images per class, "
                      f"{s.epochs} epochs): second moments / PCA on {nf} aug_test images of the training faces, "
                      f"errors and accuracies (true labels) on {nt} images of the held-out DejaVu Serif faces"))
+    agree_with_precondition(d, name, nt)
     _DATA[key] = d
     return d
+
+
+def agree_with_precondition(d: dict, name: str, nt: int) -> None:
+    """The original accuracy on the test rows (float64 logits of sims.glyphs.features) must be the precondition's
+    held-out accuracy (sims.glyphs.features.heldout_accuracy: float32 batched forward, its own image draw): two
+    computations of one number on the same images. A float32 near-tie may flip an argmax, so ≤ 2 images may
+    differ; more means the rows are not the images the precondition judged (a wrong split, order or net)."""
+    test = d["split"][1]
+    ori = float(np.mean(d["logits"][test].argmax(1) == d["labels"][test]))
+    pre = d["precondition"]["accuracies"][name]["face_test_all"]
+    if abs(ori - pre) > 2.0 / nt + 1e-12:
+        raise ValueError(f"{name}: the original accuracy on the test rows, {ori:.4f}, is not the precondition's "
+                         f"held-out accuracy {pre:.4f} (same images): the rows are not the judged images")
+    d["original accuracy (test rows; precondition's)"] = [round(ori, 4), round(pre, 4)]
 
 
 def between_rows(ctx, F_fit, G_fit, F_test, G_test, y_test, cats, planted: bool = False, names=None,

@@ -29,21 +29,11 @@ def _point_entry(res: dict, steps) -> dict:
                                           for lab in ("coarse", "fine") if lab in res}}
 
 
-def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
-    """The FG training runs shared by the fg training checks, for one seed (``ctx.seed``).
-
-    Per regime (``sims.multiview.regimes.REGIMES``; quick: the headline only) its k-sweep read at the horizons and
-    at every step of the settled window, and the d-scaling sweep of the headline regime at a fixed T; in full mode
-    also the sensitivity runs (``sims.multiview.regimes.SENSITIVITY``, seed 0 whatever the check's seed: one table
-    per verify run). On CPU every run is one task of ``verify.sweep`` (a local process pool of two workers, one file
-    per point under ``sims.cache.cache_root() / "sweeps"``), so an interrupted run resumes; on another device the
-    runs happen in this process (cached on disk).
-    """
-    from sims.cache import cache_root
-    from sims.multiview.experiment import cached_experiment, sweep_points, validate_config
-    from sims.multiview.regimes import (EVAL_EVERY, HORIZONS, REGIMES, scaling_configs, sensitivity_settings,
-                                        settle_steps, sweep_settings)
-    from verify.sweep import sweep_runner
+def _plan(quick: bool, seed: int) -> tuple:
+    """(plan [(tag, config)], unique configs, config key -> index in unique, settings per regime, sensitivity
+    settings): the runs of :func:`shared_sweep` for one seed."""
+    from sims.multiview.experiment import sweep_points, validate_config
+    from sims.multiview.regimes import REGIMES, scaling_configs, sensitivity_settings, sweep_settings
 
     plan = []
     settings = {r: sweep_settings(quick, r) for r in (REGIMES if not quick else (HEADLINE,))}  # quick: headline only
@@ -62,15 +52,65 @@ def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
         if key not in index:
             index[key] = len(unique)
             unique.append(p)
-    if str(device) == "cpu":
-        # the sweep store keys points by their parameters, not by code: the folder carries the fingerprint of the
-        # code the runs depend on (sims.codehash), so an edit of the trainer or the data model reruns every point
-        from sims.codehash import code_fingerprint
-        from sims.multiview import experiment as _exp
+    return plan, unique, index, settings, sens
 
-        code = code_fingerprint(_exp.run_experiment)[0][:12]
-        out = cache_root() / "sweeps" / (f"fg_quick_{code}" if quick else f"fg_{code}")
-        runs = sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)(unique)
+
+def _sweep(quick: bool, configs: list) -> list:
+    """Run ``configs`` as points of the FG sweep store (CPU): a local pool of two workers, one file per point under
+    ``sims.cache.cache_root() / "sweeps"``, so an interrupted run resumes and a finished point is read back."""
+    from sims.cache import cache_root
+    from verify.sweep import sweep_runner
+
+    # the sweep store keys points by their parameters, not by code: the folder carries the fingerprint of the
+    # code the runs depend on (sims.codehash), so an edit of the trainer or the data model reruns every point
+    from sims.codehash import code_fingerprint
+    from sims.multiview import experiment as _exp
+
+    code = code_fingerprint(_exp.run_experiment)[0][:12]
+    out = cache_root() / "sweeps" / (f"fg_quick_{code}" if quick else f"fg_{code}")
+    return sweep_runner(out, experiment="multiview", scheduler="local", workers=2, progress=False)(configs)
+
+
+def prepare_sweeps(quick: bool, device: str, seeds: tuple) -> None:
+    """Every seed's runs of :func:`shared_sweep` in one sweep (the store's folder lock would make per-seed sweeps
+    wait for each other): what ``verify --jobs`` prepares first for the FG training checks."""
+    if str(device) != "cpu":
+        return
+    unique, seen = [], set()
+    for s in seeds:
+        for p in _plan(quick, int(s))[1]:
+            key = json.dumps(p, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                unique.append(p)
+    _sweep(quick, unique)
+
+
+def sweep_prep(ctx) -> list:
+    """``@check(prepare=...)`` of the FG checks that read :func:`shared_sweep` (their seeds: 3 in a full run)."""
+    from verify.parallel import prep
+
+    seeds = tuple(range(ctx.seed, ctx.seed + (1 if ctx.quick else 3)))
+    return [prep(f"FG training sweep seeds {seeds}{' (quick)' if ctx.quick else ''}", prepare_sweeps, ctx.quick,
+                 str(ctx.device), seeds, cost=20 if ctx.quick else 700)]
+
+
+def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
+    """The FG training runs shared by the fg training checks, for one seed (``ctx.seed``).
+
+    Per regime (``sims.multiview.regimes.REGIMES``; quick: the headline only) its k-sweep read at the horizons and
+    at every step of the settled window, and the d-scaling sweep of the headline regime at a fixed T; in full mode
+    also the sensitivity runs (``sims.multiview.regimes.SENSITIVITY``, seed 0 whatever the check's seed: one table
+    per verify run). On CPU every run is one task of ``verify.sweep`` (a local process pool of two workers, one file
+    per point under ``sims.cache.cache_root() / "sweeps"``), so an interrupted run resumes; on another device the
+    runs happen in this process (cached on disk).
+    """
+    from sims.multiview.experiment import cached_experiment
+    from sims.multiview.regimes import EVAL_EVERY, HORIZONS, settle_steps
+
+    plan, unique, index, settings, sens = _plan(quick, seed)
+    if str(device) == "cpu":
+        runs = _sweep(quick, unique)
     else:
         runs = [cached_experiment(p, device=device) for p in unique]
     results = [runs[index[json.dumps(p, sort_keys=True)]] for _, p in plan]
@@ -312,7 +352,7 @@ def _training_result(sw, misses, numbers, expected, claim: str, settling: dict |
                         "easy-sample error read as the hard-sample error and vice versa)",
        positive_control="the same comparison on numbers built to satisfy Thm 5.1 (loss 0.01, easy 0, hard 0.5 at "
                         "every horizon)",
-       figures=("fg.test_error_curves",))
+       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
 def coarse_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
@@ -359,7 +399,7 @@ def fine_t0(entry: dict) -> int | None:
                         "its hard error is Ω(1)); the coarse network has no fine task, so that condition is left out",
        positive_control="the same comparison on numbers built to satisfy Thm 5.2 (easy 0, hard 0.01, fine 0.02, T₀ at "
                         "the first horizon)",
-       figures=("fg.test_error_curves",))
+       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
 def fine_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
@@ -404,7 +444,7 @@ def fine_training(ctx, planted, positive=False):
        erratum="Sec 5.2 says common and subclass detectors 'grow alike' under fine labels; Lemma G.2 gives the common "
                "detector [1/4, 2/3] of the subclass detector's rate (its logit factor is ≤ 3/(4k) of the other "
                "subclasses), so the fine ratio is a k-independent constant below 1, not ≈ 1; checked in that form",
-       figures=("fg.detector_growth",))
+       figures=("fg.detector_growth",), prepare=sweep_prep, cost=20)
 def growth_ratio(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)

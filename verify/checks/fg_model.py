@@ -219,7 +219,7 @@ def _readout_errors(ctx) -> dict:
                         "√(m q (1 − q) / d); 5 standard errors over 8 comparisons. O(1/log⁵ d) with constant 2 c_b: the "
                         "threshold gap alone costs c_b/log⁵ d (Q(τ₊)/Q(τ₋) ≈ e^{−c_b/log⁵ d}), the factor 2 leaves room "
                         "for the exclusivity term",
-       negative_control="E|S*(v)| = m Q(τ₊) without the exclusivity factor (1 − Q(τ₋))^{d−1}")
+       negative_control="E|S*(v)| = m Q(τ₊) without the exclusivity factor (1 − Q(τ₋))^{d−1}", cost=20)
 @_one_thread
 def init_geometry(ctx, planted):
     """Sizes of the lucky-neuron sets S(v), S*(v) at initialisation vs the Gaussian-tail prediction."""
@@ -319,7 +319,7 @@ def linear_vs_relu(P: int, n: int, generator, d=100, s=3.0, k=8, noise_norm=0.5,
                  "for c = 1 and for each of 8 random nonnegative c; thresholded ReLU error ≤ 0.02 at every P",
        tolerance_reason="binomial standard error of the simulated error plus 0.01 for the closed form's normal "
                         "approximation of the α's; 0.15 is Ω(1); 0.02 allows samples without feature patches",
-       negative_control="the closed form with the noise of a single patch (no accumulation over the P patches)")
+       negative_control="the closed form with the noise of a single patch (no accumulation over the P patches)", cost=27)
 @_one_thread
 def linear_fails(ctx, planted):
     g = ctx.torch_generator("linear")

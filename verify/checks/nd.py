@@ -116,7 +116,7 @@ def _symbolic(sizes, planted, fn) -> dict:
                      "is a minimum over θ (A28–A30), so no θ may beat it beyond that rounding; a logit that is an exact "
                      "combination of the others (ND Sec 2.2) has floor 0 wherever float64 can resolve it (null "
                      "component from an SVD of the factor above 10× the eigen route's documented rounding level)",
-    negative_control=f"the floor (symbolic: det, θ*(0); numeric: error_floor) from {CENTRED}",
+    negative_control=f"the floor (symbolic: det, θ*(0); numeric: error_floor) from {CENTRED}", cost=7,
 )
 @_one_blas_thread
 def floor_closed_form(ctx, planted):

@@ -396,7 +396,7 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
                      "(an off-by-one in the law: mean R = (p − n)/p)",
     positive_control="the same comparison on relative floors drawn from the law itself (Beta((p−n+1)/2, (n−1)/2) "
                      "for n ≤ p, exact zeros for n > p), where it holds by construction",
-    figures=("nd.massive_floors",),
+    figures=("nd.massive_floors",), cost=10,
 )
 @_one_blas_thread
 def massive_categories(ctx, planted, positive=False):
@@ -501,7 +501,7 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
                      "images than g's (rows permuted: the pairing by image is lost)",
     positive_control="the glyph verdict's code on synthetic logits where g's category 0 is an exact combination "
                      "f_0 = 1.064·f_1 + 0.38·f_2 of f's others (f's own column 0 replaced by noise)",
-    figures=("nd.glyph_between_networks",), prepare=gp.suite_nets("lenet-s{s}", "lenet-s{s1}"), cost=60,
+    figures=("nd.glyph_between_networks",), prepare=gp.suite_nets("lenet-s{s}", "lenet-s{s1}"), cost=30,
 )
 @_one_blas_thread
 def between_networks(ctx, planted, positive=False):

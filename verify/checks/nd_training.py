@@ -234,7 +234,7 @@ def _fmt_test(v: dict) -> str:
                      f"{TAB4_PLANTED_PP:g} % of its new-class test predictions made wrong (from its correct ones; "
                      f"Tab 4's ResNet-50 gain, +{TAB4_PLANTED_PP:g} pp), in every run: H0 must stand, with adequate "
                      "power",
-    figures=("nd.new_categories_accuracy",), prepare=gp.suite_nets("lenet-base-s{s}", "lenet-s{s}"), cost=60,
+    figures=("nd.new_categories_accuracy",), prepare=gp.new_categories, cost=15,
 )
 def new_categories(ctx, planted, positive=False):
     """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""
@@ -401,7 +401,7 @@ def _penalty_pin(ctx) -> dict:
                      "fine-tuning without it, whose θ_j must not fall to 10%",
     positive_control="planted trajectories of a regulariser that works, built from the unpenalised run: the pair's "
                      "coefficient cut to 0 from the first epoch, the accuracy unchanged",
-    figures=("nd.regularizer_trajectory",),
+    figures=("nd.regularizer_trajectory",), cost=15,
 )
 def regularizer(ctx, planted, positive=False):
     """ND Sec 3.3: fine-tune f_baseline with 0.2·|E[f_i f_j]| and follow the CovLasso coefficient θ_j (ND Eq 2)."""

@@ -342,7 +342,7 @@ def _si_sensitivity(d, st, seed):
                      "Gaussian layer of Fig 3: the squared singular values of its weight (scaled to mean 1) within "
                      "KS distance 0.05 of the quarter-circle law (γ = 1 Marchenko–Pastur, CDF written out in the "
                      "check). A bug in building the FC (e.g. orthogonal initialisation: KS 0.61) fails the control, "
-                     "so the check ends 'fail', never 'refuted'",
+                     "so the check ends 'fail', never 'refuted'", cost=29,
 )
 def structural_impetus(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["si"]
@@ -452,7 +452,7 @@ def structural_impetus(ctx, planted, positive=False):
                      "P(λ ≥ ε²σ_top²)) per trial, compared with the library's prediction theory.rank.mp_numerical_rank "
                      "by the same test; and the library's edges mp_edges(γ) and prediction must equal the closed forms "
                      "(|Δedge| ≤ 1e−12, |Δprediction| ≤ 1e−6·min(N, d)). A wrong law in theory.rank (e.g. edges "
-                     "(1 ± γ)²) fails the control: the check ends 'fail', never 'refuted'",
+                     "(1 ± γ)²) fails the control: the check ends 'fail', never 'refuted'", cost=7,
 )
 def marchenko_pastur(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["mp"]

@@ -39,7 +39,7 @@ def _law_z(sums, cp, law, sd, trials):
                      "theory.rank.lyapunov_law must hold; and the library's law and sd must equal the closed form "
                      "½(log 2 + ψ((n−k+1)/2)), ½√ψ'((n−k+1)/2) written out in the check (|diff| ≤ 1e−12) and the "
                      "estimator's sums must equal the exact Σ log R_kk (≤ 1e−8 per layer). A Benettin bug (e.g. "
-                     "log R_kk² accumulated) or a wrong law fails the control: the check ends 'fail', never 'refuted'",
+                     "log R_kk² accumulated) or a wrong law fails the control: the check ends 'fail', never 'refuted'", cost=7,
 )
 def lyapunov_law(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["lyap"]
@@ -251,7 +251,7 @@ def _thm4_sensitivity(ctx, st, cp):
     positive_control="the library's Benettin kernel (benettin_given, the same kernel as the claim's benettin_sums) on "
                      "rotated diagonal layers O_l D_l O_{l−1}ᵀ with log d_k = −0.05(k−1) + 0.1·N(0, 1) (4 trials): exactly "
                      "exponential separation, rates 0.05(k−1), judged by the same fit; and the estimator's sums must "
-                     "equal the exact Σ log d_k (≤ 1e−8 per layer). A Benettin bug fails the control ('fail')",
+                     "equal the exact Σ log d_k (≤ 1e−8 per layer). A Benettin bug fails the control ('fail')", cost=21,
 )
 def general_centralization(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["cent"]
@@ -410,7 +410,7 @@ def _mlp_sensitivity(ctx, st, d_main):
     negative_control="bug: orthogonal initialisation (nn.init.orthogonal_) in place of the paper's Gaussian weights: "
                      "a rank-preserving product, which must not be classified as an exponential fall",
     positive_control="synthetic curves with the measured endpoints rank(1), rank(50): n·C^L must be classified "
-                     "exponential and a power law a·L^−b must not",
+                     "exponential and a power law a·L^−b must not", cost=35,
 )
 def mlp50_decay(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["mlp"]

@@ -149,7 +149,7 @@ def collapse_sensitivity(quick: bool, device, seed: int) -> dict:
                      "must not show the decrease",
     positive_control="Gaussian class clusters whose within-class spread shrinks over four checkpoints (VCI and "
                      "fuzziness fall by construction), metrics through the same theory.collapse calls and judge",
-    figures=("vc.glyph_collapse_curves",), prepare=gp.collapse(3), cost=90,
+    figures=("vc.glyph_collapse_curves",), prepare=gp.collapse(3), cost=5,
 )
 def training_collapse(ctx, planted, positive=False):
     """VC Sec 6.2 on one seed's τ = 1, λ = 0 glyph LeNet (module doc)."""
@@ -306,7 +306,7 @@ REFUTE_MIN_SEEDS = 3
                      "mlog and correlation: VCI's r then has opposite signs in the two groups whatever the truth",
     positive_control="the measured metrics with downstream accuracies constructed so that MLOG rises with VCI "
                      "(logit = logit(0.8) + 0.5·z(VCI) + noise), through the same mlog, Pearson r and threshold",
-    figures=("vc.glyph_transfer_correlation",), prepare=gp.transfer, cost=120,
+    figures=("vc.glyph_transfer_correlation",), prepare=gp.transfer, cost=5,
 )
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
