@@ -10,8 +10,10 @@ one core. With N workers a run goes in two phases, both spread over the workers:
    processes ask for at once is computed once (the cache's inter-process lock: the second waits for the first).
    A preparation that raises is recorded (``Run.preparations``) and otherwise ignored: the check computes the
    same thing itself and reports the error as its own;
-2. **checks**, the most expensive first (``@check(cost=...)``), each with the same :class:`~verify.registry.Context`
-   as in one process. A check's random numbers depend on the seed and its id only, so its verdict does not
+2. **checks**, the most expensive first (``@check(cost=...)``: its seconds once its preparations are done); a
+   check that declares preparations is queued when the last of them has finished, so no worker sits waiting for
+   a cache entry another one is computing. Each runs with the same :class:`~verify.registry.Context` as in one
+   process. A check's random numbers depend on the seed and its id only, so its verdict does not
    depend on the worker or the order; the outcomes are returned in the selection's (catalog) order, and
    ``on_outcome`` is called as each one finishes.
 
@@ -155,11 +157,14 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     ctx0 = {cid: registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
             for cid in ids}
     preps: dict[str, Prep] = {}
+    needs: dict[str, set] = {}
     for cid in ids:
+        needs[cid] = set()
         for p in found[cid].preparations(ctx0[cid]):
             if not isinstance(p, Prep):
                 raise TypeError(f"check {cid}: prepare() must return verify.parallel.Prep items, got {p!r}")
             preps.setdefault(p.label, p)
+            needs[cid].add(p.label)
     order = sorted(ids, key=lambda c: -found[c].cost)
     prep_order = sorted(preps.values(), key=lambda p: -p.cost)
     if bar is not None:
@@ -179,27 +184,42 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     try:
         with _one_thread_env():
             ex = _pool(jobs, plugins, entry_points)
-            pf = {ex.submit(_run_prep, p): p.label for p in prep_order}
-            cfut = {ex.submit(_run_check, cid, quick, seed, stage, device): cid for cid in order}
-        for fut in cf.as_completed([*pf, *cfut]):
-            if fut in pf:
+            pending = {ex.submit(_run_prep, p): ("prep", p.label) for p in prep_order}
+            # a check waits for its own preparations only: the others run meanwhile (a check submitted early would
+            # hold a worker while it waits for the cache lock of an entry another worker is still computing)
+            waiting = [cid for cid in order if needs[cid]]
+            for cid in order:
+                if not needs[cid]:
+                    pending[ex.submit(_run_check, cid, quick, seed, stage, device)] = ("check", cid)
+        while pending:
+            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                kind, name = pending.pop(fut)
+                if kind == "prep":
+                    try:
+                        label, secs, err = fut.result()
+                        prepared[label] = {"seconds": round(secs, 2), "error": err}
+                    except Exception as exc:  # the pool broke under it: the checks recompute what they need
+                        prepared[name] = {"seconds": None, "error": f"{type(exc).__name__}: {exc}"}
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix_str(name)
+                    ready = [cid for cid in waiting if needs[cid] <= set(prepared)]
+                    waiting = [cid for cid in waiting if cid not in ready]
+                    for cid in ready:
+                        try:
+                            pending[ex.submit(_run_check, cid, quick, seed, stage, device)] = ("check", cid)
+                        except cf.process.BrokenProcessPool:
+                            broken.append(cid)
+                    continue
                 try:
-                    label, secs, err = fut.result()
-                    prepared[label] = {"seconds": round(secs, 2), "error": err}
-                except Exception as exc:  # the pool broke under it: the checks recompute what they need
-                    prepared[pf[fut]] = {"seconds": None, "error": f"{type(exc).__name__}: {exc}"}
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(pf[fut])
-                continue
-            cid = cfut[fut]
-            try:
-                finish(cid, fut.result())
-            except cf.process.BrokenProcessPool:
-                broken.append(cid)
-            except Exception as exc:  # e.g. an outcome that cannot be sent back
-                finish(cid, _died(cid, found[cid], f"the worker could not return the outcome: "
-                                                   f"{type(exc).__name__}: {exc}".splitlines()[0]))
+                    finish(name, fut.result())
+                except cf.process.BrokenProcessPool:
+                    broken.append(name)
+                except Exception as exc:  # e.g. an outcome that cannot be sent back
+                    finish(name, _died(name, found[name], f"the worker could not return the outcome: "
+                                                          f"{type(exc).__name__}: {exc}".splitlines()[0]))
+        broken += waiting  # checks never submitted (the pool broke before their preparations ended)
     except BaseException:  # Ctrl-C included: stop the workers, keep nothing
         if ex is not None:
             ex.shutdown(wait=False, cancel_futures=True)
