@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import run_quick
+from verify import registry
 
 
 def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int = 0):
@@ -214,3 +215,19 @@ def test_an_original_accuracy_of_zero_is_no_verdict():
     ok = judge_table1([{**row, "acc": 0.6, "ori_acc": 0.62, "pos_acc": 0.7, "ori_pos_acc": 0.75}])
     assert ok["undecided"] is None and ok["miss"] <= 1
     assert either(None, t["undecided"]) == t["undecided"] and either("a", "b") == "a" and either(None, None) is None
+
+
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit", "nd.between_networks"])
+def test_a_centring_slip_in_the_second_moment_fails_the_positive_control(monkeypatch, cid):
+    """The planted dependency goes through a bias-only logit (f_3 ≡ 2), which ND's raw second moment represents
+    and a centred covariance cannot: the library bug 'second moment centred' must make the positive control fail."""
+    from sims.real import analysis as A
+    from verify.checks import real as R
+
+    ctx = registry.Context(check_id=cid, quick=True)
+    compare = registry.discover()[cid].compare
+    assert compare(ctx, False, positive=True).holds
+    orig = A.second_moment
+    monkeypatch.setattr(A, "second_moment", lambda F, *a, **k: orig(np.asarray(F) - np.asarray(F).mean(0), *a, **k))
+    R._SOLVED.clear()
+    assert not compare(ctx, False, positive=True).holds

@@ -285,14 +285,18 @@ def grouped_halves(groups, rng) -> tuple[np.ndarray, np.ndarray]:
 
 
 def planted_logits(n: int = 1500, classes: int = 40, seed: int = 0) -> tuple[np.ndarray, dict]:
-    """Positive control for ND Table 1 / RD Eq 12: Gaussian logits where logit 0 is exactly 0.56·f_1 + 0.20·f_2.
+    """Positive control for ND Table 1 / RD Eq 12: Gaussian logits where logit 0 is exactly
+    1.064·f_1 + 0.38·f_2 + 0.4·f_3, with f_3 ≡ 2 (a category whose weights are zero: its logit is its bias).
 
-    Category 0 is also given an offset so that it is predicted often (it has positives). Returns (F, truth).
+    Every logit carries a shared per-sample offset and categories 1, 2 a mean of their own, as a trained
+    classifier's do; the dependency goes through a constant logit, which ND's raw second moment E[f fᵀ] (Eq 2)
+    represents and a centred covariance cannot (centring removes f_3 and the 0.8 it contributes): a centring slip
+    in the library makes this control fail. Category 0 is predicted often (it has positives). Returns (F, truth).
     """
     rng = np.random.default_rng(seed)
     F = rng.normal(size=(n, classes)) + 2.0 * rng.normal(size=(n, 1))
     F[:, 1] += 1.5
     F[:, 2] += 1.0
-    F[:, 0] = 0.56 * F[:, 1] + 0.20 * F[:, 2] + 0.0 * F[:, 3]
-    F[:, 0] *= 1.9  # ≈ 1.064·f_1 + 0.38·f_2: large enough to win often
-    return F, {"category": 0, "support": [1, 2]}
+    F[:, 3] = 2.0
+    F[:, 0] = 1.9 * (0.56 * F[:, 1] + 0.20 * F[:, 2]) + 0.4 * F[:, 3]  # ≈ 1.064·f_1 + 0.38·f_2 + 0.4·f_3
+    return F, {"category": 0, "support": [1, 2, 3]}

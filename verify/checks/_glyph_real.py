@@ -157,7 +157,8 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
     """ND Sec 2.4 / Fig 2e–f on two independently trained glyph networks f = lenet-s<seed>, g = lenet-s<seed+1>
     (same configuration, different initialisation and batch order), judged with ND Table 1's tolerances.
     ``positive``: the same code on synthetic logits where g's category 0 is an exact combination of f's
-    (sims.real.analysis.planted_logits: f_0 = 1.064·f_1 + 0.38·f_2; f's own column 0 replaced by noise)."""
+    (sims.real.analysis.planted_logits: f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: a bias-only logit); f's own
+    column 0 replaced by noise)."""
     from sims.glyphs import dependencies as GD
 
     if positive:

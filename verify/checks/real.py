@@ -135,7 +135,8 @@ _judge = judge_table1
 def _synthetic(ctx) -> dict:
     F, _ = A.planted_logits(seed=ctx.seed)
     return {"logits": F, "labels": None, "groups": np.arange(len(F)), "names": None, "photos": None,
-            "inputs": "synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2"}
+            "inputs": "synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 "
+                      "(f_3 ≡ 2: a bias-only logit)"}
 
 
 _row_view = row_view
@@ -179,7 +180,8 @@ def _glyph_nets(ctx) -> list:
                      f"1000 ImageNet classes; the glyph networks have 1000 code points (full run)",
     negative_control="a planted wrong dependency: the same number of other categories drawn at random, fitted by "
                      "least squares on the same second moment",
-    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
+    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: "
+                     "a bias-only logit, so a centred covariance fails it)",
     figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"), prepare=_glyph_nets, cost=20,
 )
 @_one_blas_thread
@@ -255,7 +257,8 @@ def _few_suffice(smallest: dict, d: dict) -> tuple[str, str]:
                      f"(default) or an ImageNet folder (THEORYLAB_IMAGENET_VAL), held out as nd.table1_metrics",
     negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the samples "
                      "(same marginals, no joint structure), so no sparse combination can predict the target",
-    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2",
+    positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: "
+                     "a bias-only logit, so a centred covariance fails it)",
     figures=("nd.glyph_support_vs_error",), prepare=_glyph_nets, cost=30,
 )
 @_one_blas_thread
