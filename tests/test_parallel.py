@@ -22,7 +22,7 @@ from verify import Result, check, register_claim
 from verify.parallel import prep
 
 LOG = Path({log!r})
-for cid in ("ok", "uses_prep", "dies"):
+for cid in ("ok", "uses_prep", "dies", "ordered"):
     register_claim(f"{p}.{{cid}}", paper="MY", kind="numeric", claim=f"{{cid}} claim")
 
 
@@ -33,6 +33,23 @@ def write(tag):
 
 def broken():
     raise RuntimeError("prep exploded")
+
+
+def slow(tag, seconds):
+    import time
+
+    time.sleep(seconds)
+    write(tag)
+
+
+def _ordered(ctx):
+    return [prep("read-out", slow, "read-out", 0.0, cost=100, after=("net",)), prep("net", slow, "net", 1.0, cost=1)]
+
+
+@check("{p}.ordered", equation="-", kind="numeric", tolerance=1e-12, tolerance_reason="exact",
+       negative_control="off by one", prepare=_ordered)
+def ordered(ctx, planted):
+    return _result(0.0, planted)
 
 
 def _result(x, planted):
@@ -142,3 +159,12 @@ def test_figures_drawn_in_workers_are_the_serial_ones(tmp_path):
     two = api.draw_figures(tmp_path / "two", ["nd.error_path", "vc.fig2_spectra"], quick=True, jobs=2)
     assert list(two.done) == list(one.done) == ["nd.error_path", "vc.fig2_spectra"] and not two.failed
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(p.name for p in (tmp_path / "one").iterdir())
+
+
+def test_a_preparation_waits_for_the_ones_it_reads(plugin):
+    """``after``: a read-out is prepared only once the network it reads is (no worker queues on a cache lock), even
+    when the read-out is listed first and costs more."""
+    name, p, log = plugin
+    run = api.run([f"{p}.ordered", f"{p}.ok"], quick=True, plugins=[name], jobs=2)
+    assert run[f"{p}.ordered"].status == "pass", run.preparations
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["net", "read-out"]

@@ -5,7 +5,8 @@ Why: most checks, and every glyph network, run on one thread (sims/threads.py sa
 one core. With N workers a run goes in two phases, both spread over the workers:
 
 1. **preparations** — the cached computations the selected checks read, declared with ``@check(prepare=...)``
-   as :class:`Prep` items (a glyph network, one point of a transfer grid, one seed's collapse curves). Each
+   as :class:`Prep` items (a glyph network, one point of a transfer grid, one seed's collapse curves; one that
+   reads another — a read-out of a network several read-outs share — names it in ``after``). Each
    lands in the disk cache (:mod:`sims.cache`), and the check later reads it from there. An entry two
    processes ask for at once is computed once (the cache's inter-process lock: the second waits for the first).
    A preparation that raises is recorded (``Run.preparations``) and otherwise ignored: the check computes the
@@ -53,11 +54,13 @@ class Prep:
     args: tuple = ()
     kwargs: tuple = ()
     cost: float = 1.0
+    after: tuple = ()
+    """Labels of preparations this one reads (e.g. the network a read-out needs): it starts when they have ended."""
 
 
-def prep(label: str, fn: Callable, *args, cost: float = 1.0, **kwargs) -> Prep:
-    """A :class:`Prep` of ``fn(*args, **kwargs)``."""
-    return Prep(label, fn, tuple(args), tuple(sorted(kwargs.items())), float(cost))
+def prep(label: str, fn: Callable, *args, cost: float = 1.0, after=(), **kwargs) -> Prep:
+    """A :class:`Prep` of ``fn(*args, **kwargs)``; ``after``: the labels it waits for (:attr:`Prep.after`)."""
+    return Prep(label, fn, tuple(args), tuple(sorted(kwargs.items())), float(cost), tuple(after))
 
 
 def auto_jobs() -> int:
@@ -184,7 +187,11 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     try:
         with _one_thread_env():
             ex = _pool(jobs, plugins, entry_points)
-            pending = {ex.submit(_run_prep, p): ("prep", p.label) for p in prep_order}
+            pending = {}
+            held = [p for p in prep_order if set(p.after) & set(preps)]  # wait for preparations they read
+            for p in prep_order:
+                if p not in held:
+                    pending[ex.submit(_run_prep, p)] = ("prep", p.label)
             # a check waits for its own preparations only: the others run meanwhile (a check submitted early would
             # hold a worker while it waits for the cache lock of an entry another worker is still computing)
             waiting = [cid for cid in order if needs[cid]]
@@ -204,6 +211,13 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                     if bar is not None:
                         bar.update(1)
                         bar.set_postfix_str(name)
+                    free = [p for p in held if set(p.after) & set(preps) <= set(prepared)]
+                    held = [p for p in held if p not in free]
+                    for p in free:
+                        try:
+                            pending[ex.submit(_run_prep, p)] = ("prep", p.label)
+                        except cf.process.BrokenProcessPool:
+                            prepared[p.label] = {"seconds": None, "error": "BrokenProcessPool"}
                     ready = [cid for cid in waiting if needs[cid] <= set(prepared)]
                     waiting = [cid for cid in waiting if cid not in ready]
                     for cid in ready:
@@ -219,7 +233,9 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                 except Exception as exc:  # e.g. an outcome that cannot be sent back
                     finish(name, _died(name, found[name], f"the worker could not return the outcome: "
                                                           f"{type(exc).__name__}: {exc}".splitlines()[0]))
-        broken += waiting  # checks never submitted (the pool broke before their preparations ended)
+        for p in held:  # never started: the pool broke first
+            prepared.setdefault(p.label, {"seconds": None, "error": "not started (the worker pool broke)"})
+        broken += [c for c in waiting if c not in broken]  # checks never submitted (the pool broke before their preparations ended)
     except BaseException:  # Ctrl-C included: stop the workers, keep nothing
         if ex is not None:
             ex.shutdown(wait=False, cancel_futures=True)

@@ -44,14 +44,22 @@ _LOCK = threading.RLock()
 @_one_thread
 def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dict:
     """float64 logits, features, W, b of the named network on the shared held-out images of ``split``, restricted to
-    its classes; ``labels`` (output indices), ``y_fine``, ``face``, ``names`` (one per output). Memoised."""
+    its classes; ``labels`` (output indices), ``y_fine``, ``face``, ``names`` (one per output). Memoised; without
+    ``layers`` the features are also kept on disk (:func:`cached_features`), so the processes of a parallel run
+    (checks and figures) run each network over its held-out images once."""
     key = (name, bool(quick), split, str(device), layers)
     with _LOCK:
         if key not in _MEMO:
             net = suite.net(name, quick, device)
             X, y, face = suite.eval_images(split, quick)
             keep = np.isin(y, net.classes)
-            out = features(net.model, X[keep], layers=layers)
+            if layers is None:
+                Fx = np.asarray(cached_features(name, quick, split, device)["features"], np.float64)
+                W = net.model.classifier.weight.detach().double().cpu().numpy()
+                b = net.model.classifier.bias.detach().double().cpu().numpy()
+                out = {"features": Fx, "W": W, "b": b, "logits": Fx @ W.T + b}  # as features() forms them
+            else:
+                out = features(net.model, X[keep], layers=layers)
             values = np.asarray(net.label_values)
             out["labels"] = np.searchsorted(values, y[keep]).astype(np.int64)
             out["y_fine"], out["face"] = y[keep], face[keep]
@@ -62,6 +70,25 @@ def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dic
         return _MEMO[key]
 
 
+def cached_features(name: str, quick: bool, split: str, device=None) -> dict:
+    """``{'features': float32 [n, d]}``: F(x) of the named suite network on the shared held-out images of ``split``
+    (its classes), cached on disk. float32 is what the net computes (features() casts it to float64 exactly), so
+    the stored array loses nothing."""
+    from sims.glyphs.train import resolve_device
+
+    q = bool(quick)
+    params = {"net": suite.train_kwargs(name, q), "task": str(suite.task_config(q)), "split": split,
+              "eval": suite.EVAL_PER_CLASS[q], "eval_seed": suite.EVAL_SEED, "device": resolve_device(device).type}
+
+    def compute():
+        net = suite.net(name, q, device)
+        X, y, _ = suite.eval_images(split, q)
+        Fx = features(net.model, X[np.isin(y, net.classes)])["features"]
+        return {"features": Fx.astype(np.float32)}
+
+    return cached("glyph_suite_features", params, compute)
+
+
 @_one_thread
 def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_SPLIT, device=None) -> dict:
     """RD's per-layer rank curve: the PCA dimension (RD Sec 4.3's float32 rule, :func:`theory.rank.pca_dim`) of the
@@ -69,21 +96,34 @@ def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_S
     (a seeded draw). Returns ``{'layers': [...], 'pca_dim': [...], 'ambient': [...], 'sample_bound': n − 1}``."""
     from theory.rank import pca_dim
 
+    from sims.glyphs.train import resolve_device
+
     key = ("ranks", name, bool(quick), n, split, str(device))
     with _LOCK:
         if key in _MEMO:
             return _MEMO[key]
-    net = suite.net(name, quick, device)
-    X, y, _ = suite.eval_images(split, quick)
-    X = X[np.isin(y, net.classes)]
-    n = min(len(X), n or (512 if quick else 1024))
-    rows = np.sort(np.random.default_rng([7, n]).choice(len(X), n, replace=False))
-    out = features(net.model, X[rows], layers="all")
-    mats = [("input", X[rows].reshape(n, -1).astype(np.float64))]
-    mats += [(k, out["layers"][k]) for k in net.model.stages]
-    mats += [("features F(x)", out["features"]), ("logits", out["logits"])]
-    res = {"layers": [k for k, _ in mats], "pca_dim": [int(pca_dim(m)) for _, m in mats],
-           "ambient": [int(m.shape[1]) for _, m in mats], "sample_bound": n - 1, "split": split, "n": n}
+    q = bool(quick)
+    params = {"net": suite.train_kwargs(name, q), "task": str(suite.task_config(q)), "split": split, "n": n,
+              "eval": suite.EVAL_PER_CLASS[q], "eval_seed": suite.EVAL_SEED, "device": resolve_device(device).type}
+
+    def compute():
+        net = suite.net(name, quick, device)
+        X, y, _ = suite.eval_images(split, quick)
+        X = X[np.isin(y, net.classes)]
+        m = min(len(X), n or (512 if quick else 1024))
+        rows = np.sort(np.random.default_rng([7, m]).choice(len(X), m, replace=False))
+        out = features(net.model, X[rows], layers="all")
+        mats = [("input", X[rows].reshape(m, -1).astype(np.float64))]
+        mats += [(k, out["layers"][k]) for k in net.model.stages]
+        mats += [("features F(x)", out["features"]), ("logits", out["logits"])]
+        return {"layers": np.asarray([k for k, _ in mats]), "pca_dim": np.asarray([int(pca_dim(a)) for _, a in mats]),
+                "ambient": np.asarray([int(a.shape[1]) for _, a in mats]), "sample_bound": m - 1, "split": split,
+                "n": m}
+
+    r = cached("glyph_layer_ranks", params, compute)  # cached on disk: one SVD set per network and code
+    res = {"layers": [str(k) for k in r["layers"]], "pca_dim": [int(v) for v in r["pca_dim"]],
+           "ambient": [int(v) for v in r["ambient"]], "sample_bound": int(r["sample_bound"]), "split": str(r["split"]),
+           "n": int(r["n"])}
     with _LOCK:
         _MEMO[key] = res
     return res
@@ -151,4 +191,4 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
         return dict(cached("glyph_new_categories", params, compute))
 
 
-__all__ = ["FIT_SPLIT", "TEST_SPLIT", "outputs", "layer_ranks", "new_categories", "THETA_PER_CLASS", "THETA_ITER"]
+__all__ = ["FIT_SPLIT", "TEST_SPLIT", "outputs", "cached_features", "layer_ranks", "new_categories", "THETA_PER_CLASS", "THETA_ITER"]

@@ -204,8 +204,8 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
 
 def _rows_at(S, fit, test, labels, cats, rho, offset=None) -> list:
     rows = []
+    C = A.second_moment(S[fit])  # one second moment for every target (same rows)
     for i in cats:
-        C = A.second_moment(S[fit])
         th = A.covlasso_path(C, i, [rho * A.lambda_max_i(C, i)])[0]
         rows.append(A.dependency_metrics(S[test], th, i, offset=offset, labels=labels[test]))
     return rows

@@ -502,7 +502,8 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
     positive_control="the glyph verdict's code on synthetic logits where g's category 0 is an exact combination "
                      "f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2, a bias-only logit) of f's others (f's own "
                      "column 0 replaced by noise)",
-    figures=("nd.glyph_between_networks",), prepare=gp.suite_nets("lenet-s{s}", "lenet-s{s1}"), cost=30,
+    figures=("nd.glyph_between_networks",), prepare=gp.suite_nets("lenet-s{s}", "lenet-s{s1}", outputs=True),
+    cost=30,
 )
 @_one_blas_thread
 def between_networks(ctx, planted, positive=False):

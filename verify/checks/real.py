@@ -102,7 +102,7 @@ def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False)
     """ND Table 1 rows on ``scores`` (logits, or W F(x) with ``offset`` = b) for each target category."""
     names = d["names"] if d.get("names") and scores.shape[1] == len(d["names"]) else None
     rng = ctx.rng("random-support")
-    rows = []
+    rows, moments = [], {}
     for i in cats:
         fit, test = _split_for(ctx, d, scores + (0 if offset is None else offset), i)
         S = scores
@@ -114,7 +114,11 @@ def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False)
                     S[:, j] = scores[prng.permutation(len(S)), j]
         key = (tag, ctx.quick, ctx.seed, id(d), int(i), permute)
         if key not in _SOLVED:
-            C = A.second_moment(S[fit])
+            mkey = None if permute else fit.tobytes()  # targets with the same fit rows share one second moment
+            if mkey is None or mkey not in moments:
+                moments.clear()
+                moments[mkey] = A.second_moment(S[fit])
+            C = moments[mkey]
             _SOLVED[key] = (C, A.covlasso_path(C, i, [RHO * A.lambda_max_i(C, i)])[0])
         C, th = _SOLVED[key]
         if planted and not permute:
@@ -164,8 +168,10 @@ def _result(t: dict, d: dict, expected: str, extra: dict) -> Result:
 
 
 def _glyph_nets(ctx) -> list:
-    """The suite networks a run on the glyph networks reads (none with an ImageNet folder): verify.parallel."""
-    return [] if imagenet_dir() else gp.suite_nets_seeds(REAL_SEEDS, "lenet-s{s}")(ctx)
+    """The suite networks a run on the glyph networks reads, with their held-out features and (rd.cls_dim) their
+    per-layer ranks; none with an ImageNet folder: verify.parallel."""
+    ranks = ctx.check_id == "rd.cls_dim"
+    return [] if imagenet_dir() else gp.suite_nets_seeds(REAL_SEEDS, "lenet-s{s}", outputs=True, ranks=ranks)(ctx)
 
 
 @check(
