@@ -231,3 +231,16 @@ def test_a_centring_slip_in_the_second_moment_fails_the_positive_control(monkeyp
     monkeypatch.setattr(A, "second_moment", lambda F, *a, **k: orig(np.asarray(F) - np.asarray(F).mean(0), *a, **k))
     R._SOLVED.clear()
     assert not compare(ctx, False, positive=True).holds
+
+
+def test_permute_columns_is_the_column_by_column_shuffle():
+    """Independent reference: the loop it replaced (one permutation per column, in column order, column i kept)."""
+    from verify.checks import real as R
+
+    scores = np.random.default_rng(3).normal(size=(50, 7))
+    got = R.permute_columns(scores, 2, np.random.default_rng(11))
+    prng, want = np.random.default_rng(11), scores.copy()
+    for j in range(7):
+        if j != 2:
+            want[:, j] = scores[prng.permutation(50), j]
+    assert np.array_equal(got, want) and np.array_equal(got[:, 2], scores[:, 2])

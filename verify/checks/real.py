@@ -107,11 +107,7 @@ def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False)
         fit, test = _split_for(ctx, d, scores + (0 if offset is None else offset), i)
         S = scores
         if permute:  # negative control of RD Eq 12: every other column shuffled over the samples
-            prng = ctx.rng(f"permute-{i}")
-            S = scores.copy()
-            for j in range(S.shape[1]):
-                if j != i:
-                    S[:, j] = scores[prng.permutation(len(S)), j]
+            S = permute_columns(scores, i, ctx.rng(f"permute-{i}"))
         key = (tag, ctx.quick, ctx.seed, id(d), int(i), permute)
         if key not in _SOLVED:
             mkey = None if permute else fit.tobytes()  # targets with the same fit rows share one second moment
@@ -134,6 +130,18 @@ def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False)
 
 
 _judge = judge_table1
+
+
+def permute_columns(scores, i: int, prng) -> np.ndarray:
+    """``scores`` with every column but ``i`` shuffled over the rows, each by its own permutation drawn from ``prng``
+    in column order (the column-by-column loop, on a column-major copy so that each gather stays in one column)."""
+    F = np.asfortranarray(scores)
+    out = F.copy(order="F")
+    n = len(scores)
+    for j in range(scores.shape[1]):
+        if j != i:
+            out[:, j] = F[prng.permutation(n), j]
+    return np.ascontiguousarray(out)
 
 
 def _synthetic(ctx) -> dict:
