@@ -87,3 +87,13 @@ def test_quick_run_with_its_controls(tmp_path):
     assert out.status in ("pass", "reported", "refuted"), out.error
     assert out.negative_control_result == "failed as it should"
     assert out.positive_control_result == "held as it should"
+
+
+def test_a_probe_far_below_the_networks_own_head_fails():
+    """Sanity of the probe: on the script network's features the script probe must be near the network's own head."""
+    ok = {"script": np.ones(100, bool) & (np.arange(100) % 10 != 0), "base": np.ones(100, bool), "fine": np.ones(100, bool)}
+    G.probe_sane(ok, {"script": 0.92, "base": 0.8, "fine": 0.8})            # 0.90 vs 0.92: fine
+    broken = dict(ok, script=np.arange(100) % 30 == 0)                      # 0.04: a probe on misaligned labels
+    with pytest.raises(ValueError, match="probe is broken"):
+        G.probe_sane(broken, {"script": 0.87, "base": 0.8, "fine": 0.8})
+    G.probe_sane(broken, {"script": 0.87, "base": 0.8, "fine": 0.8}, truth_is_planted=True)  # the negative control

@@ -244,3 +244,21 @@ def test_permute_columns_is_the_column_by_column_shuffle():
         if j != 2:
             want[:, j] = scores[prng.permutation(50), j]
     assert np.array_equal(got, want) and np.array_equal(got[:, 2], scores[:, 2])
+
+
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit"])
+def test_accuracies_read_from_the_unmodified_prediction_fail(stand_in, monkeypatch, cid):
+    """A review's planted library bug: dependency_metrics reporting the unmodified model's accuracies as the
+    replaced ones. It flipped RD Eq 12 to pass unseen; the plain recomputation of the columns now fails the check."""
+    from sims.real import analysis as A
+
+    orig = A.dependency_metrics
+
+    def slipped(*a, **k):
+        m = orig(*a, **k)
+        m["acc"], m["pos_acc"] = m["ori_acc"], m["ori_pos_acc"]
+        return m
+
+    monkeypatch.setattr(A, "dependency_metrics", slipped)
+    out = run_quick(cid)
+    assert out.status == "fail" and "plain recomputation" in out.error, (out.status, out.error)

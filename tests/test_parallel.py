@@ -168,3 +168,15 @@ def test_a_preparation_waits_for_the_ones_it_reads(plugin):
     run = api.run([f"{p}.ordered", f"{p}.ok"], quick=True, plugins=[name], jobs=2)
     assert run[f"{p}.ordered"].status == "pass", run.preparations
     assert [line.split()[0] for line in log.read_text().splitlines()] == ["net", "read-out"]
+
+
+def test_a_script_without_a_main_guard_gets_the_cause_not_a_dead_worker_per_check(tmp_path):
+    """spawn re-imports the calling script: without the guard the workers cannot start; one clear error says so."""
+    import subprocess
+
+    script = tmp_path / "noguard.py"
+    script.write_text("import verify\nr = verify.run(['vc.decomposition', 'nd.kkt_sparsity'], quick=True, jobs=2)\n"
+                      "print([o.status for o in r])\n")
+    env = dict(__import__("os").environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode != 0 and "__main__" in p.stderr and "could not start" in p.stderr, p.stderr[-2000:]

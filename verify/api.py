@@ -198,7 +198,8 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     the progress bar cleared meanwhile; what it raises stops the run (as Ctrl-C does). ``jobs``: worker
     processes (an int, or ``'auto'``: the usable CPUs, ≤ 8); 1 runs every check in this process, in order;
     more runs the checks' preparations and then the checks in workers (:mod:`verify.parallel`), the outcomes
-    still in the selection's order. Same verdicts either way.
+    still in the selection's order. Same verdicts either way. The workers are started with the 'spawn' method, so
+    a script calling ``run(jobs=2)`` needs its ``if __name__ == "__main__":`` guard (without it: RuntimeError).
 
     Checked first, before any check runs: the seed, the device, the patterns (each must match) and the
     report folder (new, empty or an earlier report; it is not changed). The checks save their artifacts in a

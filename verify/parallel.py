@@ -108,6 +108,26 @@ def _draw(fid: str, out_dir, quick: bool):
         return ("failed", f"{type(exc).__name__}: {exc}".splitlines()[0], traceback.format_exc())
 
 
+def _ping() -> int:
+    return os.getpid()
+
+
+NO_START = ("the worker processes could not start. With jobs > 1 they are started by multiprocessing's 'spawn' "
+            "method, which imports the calling script again: put the verify.run(...) call under "
+            "`if __name__ == \"__main__\":`, or use jobs=1")
+
+
+def _started(ex: cf.ProcessPoolExecutor, jobs: int) -> None:
+    """Wait until the workers answer (they have loaded the checks); a pool that breaks here never started: raise
+    RuntimeError saying the likely cause instead of failing every check as 'worker died'."""
+    try:
+        for f in [ex.submit(_ping) for _ in range(jobs)]:
+            f.result()
+    except cf.process.BrokenProcessPool:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise RuntimeError(NO_START) from None
+
+
 def _run_prep(p: Prep):
     t0 = time.perf_counter()
     try:
@@ -187,6 +207,7 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     try:
         with _one_thread_env():
             ex = _pool(jobs, plugins, entry_points)
+            _started(ex, jobs)
             pending = {}
             held = [p for p in prep_order if set(p.after) & set(preps)]  # wait for preparations they read
             for p in prep_order:
@@ -253,6 +274,7 @@ def draw_figures(fids, out_dir, *, quick: bool, jobs: int, plugins=(), entry_poi
     out = {}
     with _one_thread_env():
         ex = _pool(jobs, plugins, entry_points)
+        _started(ex, jobs)
         futs = {ex.submit(_draw, fid, out_dir, quick): fid for fid in fids}
     try:
         for fut in cf.as_completed(futs):

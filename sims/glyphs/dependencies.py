@@ -24,6 +24,7 @@ from sims.cache import cached
 from sims.glyphs import suite
 from sims.glyphs.features import features
 from sims.threads import single_threaded
+from theory.stats import mean_se
 
 #: One torch and one BLAS thread for every computation here: on the shared 2-core machine a multi-threaded SVD of a
 #: 512 × 4096 layer output took 22 s against 1.2 s single-threaded (measured at load 14).
@@ -174,7 +175,9 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
         arms = {"dependency": np.concatenate([f_te, f_te @ theta], 1),
                 "literal": np.concatenate([f_te, f_te @ theta_lit], 1), "baseline": g_te}
         acc = {a: _accuracies(lg, y_te, n1) for a, lg in arms.items()}
+        groups = {"all": y_te, "new_within": y_te[y_te >= n1]}
         out = {"n_base": n1, "n_new": n2, "n_test": len(y_te), "n_test_new": int(np.sum(y_te >= n1)),
+               "n_classes_test_new": int(len(np.unique(y_te[y_te >= n1]))),
                "n_theta_train": len(y_tr),
                "theta_support_mean": float(np.mean(np.abs(theta) > 1e-8 * np.abs(theta).max()))}
         for a, h in acc.items():
@@ -184,7 +187,8 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
             tag = "" if a == "dependency" else f"_{a}"
             for k in ("all", "new_within"):
                 d = acc[a][k].astype(float) - acc["baseline"][k].astype(float)
-                out[f"se_diff_{k}{tag}"] = float(d.std(ddof=1) / np.sqrt(d.size))
+                # clustered by class: the held-out images of one class are not independent (theory.stats)
+                out[f"se_diff_{k}{tag}"] = mean_se(d, groups[k])[1]
         return out
 
     with _LOCK:

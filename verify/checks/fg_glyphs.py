@@ -37,6 +37,7 @@ from sims.glyphs import glyph_task
 from sims.glyphs import granularity as gr
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
+from theory.stats import mean_se
 from verify.checks import _glyph_preps as gp
 from verify.registry import Result, check
 
@@ -45,21 +46,10 @@ SPLIT = "aug_test"
 
 
 def paired(a, b, groups=None) -> tuple:
-    """(mean(b − a), SE) for per-image correctness arrays a, b (same images). ``groups`` (one label per image, e.g.
-    its fine class): the cluster-robust SE, Var = G/(G−1) · Σ_g (Σ_{i∈g} (d_i − d̄))² / N², because images of one
-    class share its drawing and (for the hard set) its hardness, so they are not independent; None: per image."""
-    d = np.asarray(b, float) - np.asarray(a, float)
-    n = len(d)
-    if n < 2:
-        return float(d.mean()) if n else math.nan, math.inf
-    if groups is None:
-        return float(d.mean()), float(d.std(ddof=1) / math.sqrt(n))
-    _, g = np.unique(np.asarray(groups), return_inverse=True)
-    G = int(g.max()) + 1
-    if G < 2:
-        return float(d.mean()), math.inf
-    sums = np.bincount(g, weights=d - d.mean(), minlength=G)
-    return float(d.mean()), float(math.sqrt(G / (G - 1) * float(np.sum(sums ** 2))) / n)
+    """(mean(b − a), SE) for per-image correctness arrays a, b (same images); ``groups`` (one label per image, e.g.
+    its fine class): the cluster-robust SE of :func:`theory.stats.mean_se` (images of one class share its drawing
+    and, for the hard set, its hardness: not independent); None: per image."""
+    return mean_se(np.asarray(b, float) - np.asarray(a, float), groups)
 
 
 def judge_granularity(correct: dict, hard: np.ndarray, groups=None) -> dict:
@@ -90,6 +80,23 @@ def judge_granularity(correct: dict, hard: np.ndarray, groups=None) -> dict:
                                                     "largest on hard": miss_hard},
             "max_miss": float(miss), "holds": bool(miss <= 1), "refuted": refuted and not miss <= 1,
             "se": "clustered by fine class" if grp is not None else "per image"}
+
+
+PROBE_SLACK = 0.10  # the script probe may fall this far below the script network's own head, no further
+
+
+def probe_sane(correct: dict, own: dict, truth_is_planted: bool = False) -> None:
+    """The linear probe read against the network's own head where both answer the same question: on the script
+    network's features the script probe must score within PROBE_SLACK of that network's own (linear) script head,
+    else the probe is broken (e.g. trained on misaligned labels: a review's planted slip gave 0.03 against 0.87 and
+    went unseen). Raises ValueError (the check fails). Skipped for the negative control (truth permuted on purpose)."""
+    if truth_is_planted:
+        return
+    lv = gr.LEVELS[0]
+    acc = float(np.mean(correct[lv]))
+    if acc < own[lv] - PROBE_SLACK:
+        raise ValueError(f"the {lv} probe scores {acc:.3f} on the {lv} network's features, whose own head scores "
+                         f"{own[lv]:.3f} on the same images: the linear probe is broken")
 
 
 def _hard_per_image(h: dict, fine) -> np.ndarray:
@@ -175,6 +182,7 @@ def label_granularity(ctx, planted, positive=False):
             raise ValueError("fg.label_granularity: the levels were scored on different images")
         correct[lv] = np.asarray(r[f"{SPLIT}/pred"]) == truth
         own[lv] = float(r[f"{SPLIT}/own_accuracy"])
+    probe_sane(correct, own, truth_is_planted=planted)
     hard = _hard_per_image(h, fine)
     v = judge_granularity(correct, hard, groups=fine)  # SEs clustered by fine class (16 images of one drawing each)
     trained = min(own.values()) >= pt.MIN_ACC

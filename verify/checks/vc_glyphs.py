@@ -206,7 +206,9 @@ def training_collapse(ctx, planted, positive=False):
                              f"that choice. Sensitivity: {text}")
             else:
                 finding = (f"Not every judged curve decreases on seed {ctx.seed}: {', '.join(bad)} "
-                           f"({'; '.join(measured[k] for k in bad)}); VCI decreases. Sensitivity: {text}.")
+                           f"({'; '.join(measured[k] for k in bad)}); "
+                           + ("VCI decreases on every judged split" if not any(k.startswith("vci") for k in bad)
+                              else "VCI is among them") + f". Sensitivity: {text}.")
     return Result(measured=measured, expected=f"ρ ≤ {RHO_MAX:g} and drop ≥ {DROP_MIN:.0%} for each",
                   holds=holds, miss=float(miss), details=details, finding=finding, undecided=undecided)
 
