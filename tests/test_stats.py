@@ -24,7 +24,12 @@ def test_clustered_se_is_the_se_of_cluster_means_for_equal_clusters():
 
 
 def test_edge_cases_are_explicit():
-    assert math.isnan(mean_se([])[0]) and mean_se([])[1] == math.inf
+    with pytest.raises(ValueError, match="d: is empty"):
+        mean_se([])
+    with pytest.raises(ValueError, match="d"):
+        mean_se([1.0, float("nan")])
+    with pytest.raises(ValueError, match="groups: need integer"):
+        mean_se([1.0, 0.0], groups=[0.5, 1.5])
     assert mean_se([1.0])[1] == math.inf
     assert mean_se([1.0, 0.0], groups=[3, 3])[1] == math.inf   # one cluster: no SE
     with pytest.raises(ValueError, match="one label per item"):

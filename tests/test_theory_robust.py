@@ -35,6 +35,7 @@ import theory.geometry as geo
 import theory.multiview as mv
 import theory.neural_dependency as nd
 import theory.rank as R
+import theory.stats as TS
 import theory.symbolic.nd as snd
 import theory.symbolic.vc as svc
 import theory.validate as V
@@ -347,6 +348,8 @@ def _cross_moments_update(X, Y):
 
 
 TABLE.update({
+    "stats.mean_se": Entry(TS.mean_se, {"d": slot(np.linspace(-1.0, 2.0, 12), "array", "d"),
+                                        "groups": slot(LABELS, "labels", "groups")}, inf_ok=True),
     "geometry.linear_cka": Entry(geo.linear_cka, {"X": slot(GX, "features", "X"), "Y": slot(GY, "features", "Y", "X"),
                                                   "debiased": slot(True, "bool", "debiased")}),
     "geometry.linear_hsic": Entry(geo.linear_hsic, {"X": slot(GX, "features", "X", "hsic"),

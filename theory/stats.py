@@ -12,19 +12,25 @@ import math
 
 import numpy as np
 
+from theory.validate import as_float_array
+
 
 def mean_se(d, groups=None) -> tuple[float, float]:
-    """(mean of ``d``, its standard error): per item, or clustered by ``groups`` (module doc). Fewer than two items
-    (or clusters) give SE = inf; an empty ``d`` a NaN mean."""
-    d = np.asarray(d, dtype=np.float64).ravel()
+    """(mean of ``d``, its standard error): per item, or clustered by ``groups`` (module doc). ``d``: a non-empty
+    1-D array of finite numbers; ``groups``: one integer label per item. One item (or one cluster) gives SE = inf.
+    Bad input is a ValueError / TypeError naming the argument."""
+    d = as_float_array(d, "d", ndim=1)
     n = d.size
-    if n == 0:
-        return math.nan, math.inf
     if groups is None:
         return float(d.mean()), (float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf)
-    g = np.asarray(groups).ravel()
-    if g.size != n:
-        raise ValueError(f"groups: need one label per item ({n}), got {g.size}")
+    try:
+        g = np.asarray(groups)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"groups: cannot be read as an array ({exc})") from None
+    if g.ndim != 1 or g.size != n:
+        raise ValueError(f"groups: need one label per item of d ({n}), got shape {g.shape}")
+    if not (np.issubdtype(g.dtype, np.integer) or np.issubdtype(g.dtype, np.bool_)):
+        raise ValueError(f"groups: need integer labels, got dtype {g.dtype}")
     _, k = np.unique(g, return_inverse=True)
     G = int(k.max()) + 1
     if G < 2:
