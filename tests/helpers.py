@@ -44,3 +44,13 @@ def isolated_registry(*module_prefixes: str):
             d.update(saved)
         for m in [m for m in sys.modules if module_prefixes and m.startswith(module_prefixes)]:
             del sys.modules[m]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: the default disposition, unblocked, whatever the
+    test process's own state (a signal ignored or blocked in the pytest process is inherited across exec, and a
+    Python child that starts with SIGINT ignored never raises KeyboardInterrupt). A user's shell starts commands so."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])

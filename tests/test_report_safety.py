@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import verify
-from tests.helpers import isolated_registry
+from tests.helpers import default_sigint, isolated_registry
 from verify import api, cli, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,8 @@ def _cli(args, cwd, env_extra=None, **kw):
                PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     env.update(env_extra or {})
     return subprocess.Popen([sys.executable, "-m", "theorylab", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+                            **kw)
 
 
 def _interrupt_when_started(proc, started: Path, limit: float = 20.0) -> tuple[int, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import default_sigint
 from verify import sweep
 from verify.sweep import experiments as sweep_experiments
 from verify.cli import main as cli_main
@@ -198,7 +199,7 @@ work = {work}
 def _interrupt(cmd, cwd, env, out: Path, after: int, sig) -> int:
     """Start the sweep, send ``sig`` to its process group once ``after`` point files exist; files at that moment."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=default_sigint)
     deadline = time.monotonic() + 40
     n = 0
     try:
