@@ -18,6 +18,11 @@ def _q(ctx) -> str:
     return " (quick)" if ctx.quick else ""
 
 
+def _seeds(ctx, n_seeds: int) -> range:
+    """The seeds a check reads: its ``n_seeds`` from the run's seed in a full run, one in quick mode."""
+    return range(ctx.seed, ctx.seed + (1 if ctx.quick else n_seeds))
+
+
 def suite_nets(*names, outputs: bool = False, ranks: bool = False):
     """prepare(ctx) for checks reading the suite networks ``names`` (``{s}`` / ``{s1}``: the run's seed, + 1);
     ``outputs``: also their held-out features on both splits (sims.glyphs.dependencies.cached_features), ``ranks``:
@@ -65,7 +70,7 @@ def collapse(n_seeds: int):
     def prepare(ctx):
         from sims.glyphs import vc_experiments as ve
 
-        seeds = range(ctx.seed, ctx.seed + (1 if ctx.quick else n_seeds))
+        seeds = _seeds(ctx, n_seeds)
         out = []
         for s in seeds:
             net = pretrain_net(ctx, s)
@@ -94,7 +99,7 @@ def granularity(n_seeds: int):
     def prepare(ctx):
         from sims.glyphs import granularity as gr
 
-        seeds = range(ctx.seed, ctx.seed + (1 if ctx.quick else n_seeds))
+        seeds = _seeds(ctx, n_seeds)
         out = []
         for s in seeds:
             net = pretrain_net(ctx, s)
