@@ -79,6 +79,51 @@ def test_same_seed_gives_identical_weights_and_other_seed_does_not(stand_in, arc
     assert np.array_equal(a.history["loss"], b.history["loss"])
 
 
+def _textbook(net):
+    """A copy of ``net`` in the textbook layout: conv-BN-ReLU-pool (LeNet) and out-of-place ReLUs everywhere."""
+    import copy
+
+    ref = copy.deepcopy(net)
+    for m in ref.modules():
+        if isinstance(m, torch.nn.ReLU):
+            m.inplace = False
+    if isinstance(ref, nets.LeNet):
+        for stage in (ref.conv1, ref.conv2):
+            assert isinstance(stage[2], torch.nn.MaxPool2d) and isinstance(stage[3], torch.nn.ReLU)
+            stage[2], stage[3] = stage[3], stage[2]
+    return ref
+
+
+@pytest.mark.parametrize("arch", nets.ARCHS)
+def test_pooling_before_relu_and_in_place_relus_change_no_bit(arch):
+    """The nets pool before the ReLU and use in-place ReLUs (faster): outputs, per-stage features and gradients
+    equal the textbook layout's bit for bit, in training mode (batch statistics) and in eval mode."""
+    net = nets.build_net(arch, 7, size=16, seed=3).to(memory_format=torch.channels_last)
+    ref = _textbook(net)
+    x = torch.randn(6, 1, 16, 16, generator=torch.Generator().manual_seed(0)).contiguous(
+        memory_format=torch.channels_last)
+    x[:, :, :4] = -1.0  # whole pooling windows of negative values
+    y = torch.arange(6) % 7
+    for mode in ("train", "eval"):
+        net.train(mode == "train")
+        ref.train(mode == "train")
+        outs = []
+        for m in (net, ref):
+            m.zero_grad(set_to_none=True)
+            feats = {}
+            hooks = [getattr(m, s).register_forward_hook(lambda mod, i, o, s=s: feats.__setitem__(s, o.clone()))
+                     for s in m.stages]
+            z = m(x)
+            for h in hooks:
+                h.remove()
+            F.cross_entropy(z, y).backward()
+            outs.append((z.detach(), feats, {k: p.grad.clone() for k, p in m.named_parameters()}))
+        (z1, f1, g1), (z2, f2, g2) = outs
+        assert torch.equal(z1, z2)
+        assert all(torch.equal(f1[s], f2[s]) for s in net.stages)
+        assert g1.keys() == g2.keys() and all(torch.equal(g1[k], g2[k]) for k in g1)
+
+
 def test_initialisation_depends_only_on_the_generator():
     g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
     torch.manual_seed(0)

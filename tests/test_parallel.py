@@ -2,6 +2,7 @@
 errors recorded), survives a worker that dies, and is chosen by --jobs / $THEORYLAB_JOBS."""
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 import uuid
@@ -28,7 +29,8 @@ for cid in ("ok", "uses_prep", "dies", "ordered"):
 
 def write(tag):
     with open(LOG, "a") as fh:
-        fh.write(f"{{tag}} {{os.getpid()}}\\n")
+        env = ",".join(os.environ.get(k, "-") for k in ("OMP_NUM_THREADS", "MALLOC_MMAP_THRESHOLD_"))
+        fh.write(f"{{tag}} {{os.getpid()}} {{env}}\\n")
 
 
 def broken():
@@ -101,6 +103,7 @@ def _key(o):
 def test_workers_give_the_serial_verdicts_in_the_selection_order(plugin):
     name, p, log = plugin
     ids = [f"{p}.ok", f"{p}.uses_prep", "vc.decomposition", "nd.kkt_sparsity"]
+    before = {k: os.environ.get(k) for k in parallel.WORKER_ENV}
     serial = api.run(ids, quick=True, plugins=[name], jobs=1)
     assert serial[f"{p}.uses_prep"].status == "fail"                 # no preparation in one process
     par = api.run(ids, quick=True, plugins=[name], jobs=2)
@@ -109,6 +112,9 @@ def test_workers_give_the_serial_verdicts_in_the_selection_order(plugin):
     assert [_key(par[i]) for i in same] == [_key(serial[i]) for i in same]  # same numbers
     assert par[f"{p}.uses_prep"].status == "pass"                    # it read what its preparation wrote
     assert log.read_text().split().count("prep") == 1                # one preparation for two identical labels
+    line = next(ln for ln in log.read_text().splitlines() if ln.startswith("prep "))
+    assert line.split()[2] == f"1,{32 << 20}"                        # the worker's environment: one thread, malloc
+    assert {k: os.environ.get(k) for k in parallel.WORKER_ENV} == before  # the parent's is left as it was
     assert par.jobs == 2 and par.preparations["shared prep"]["error"] is None
     assert par.preparations["bad prep"]["error"] == "RuntimeError: prep exploded"  # recorded, run went on
     assert par.meta()["preparations"]["bad prep"]["error"]

@@ -239,13 +239,16 @@ class HierarchicalMultiView:
         device = torch.device(device)
         y_fine = self._fine_labels(n, device)
         kinds, feat = self._feature_layout(n, y_fine, hard, generator, device)
-        X = self.sigma_zeta * torch.randn(n, self.P, self.d, generator=generator, device=device, dtype=dtype)
+        X = torch.randn(n, self.P, self.d, generator=generator, device=device, dtype=dtype).mul_(self.sigma_zeta)
         big = kinds == BIG_NOISE
         if big.any():
             X[big] *= self.sigma_zeta_hard / self.sigma_zeta
         coef = self._coefficients(kinds, generator, device, dtype)
         V = self.dictionary(device, dtype)
-        X = X + coef[..., None] * V[feat.clamp(min=0)]
+        # x_p = α v + ζ on the feature patches only (a noise patch's α is 0): the same numbers as adding α v to
+        # every patch, without two (n, P, d) temporaries (P = 4096 in fg.linear_fails)
+        has = feat >= 0
+        X[has] += coef[has][:, None] * V[feat[has]]
         y_coarse, y_lab = self._labels(y_fine, train, generator)
         return Batch(X=X, y_coarse=y_coarse, y_fine=y_lab, kinds=kinds)
 
