@@ -128,6 +128,18 @@ def test_a_worker_that_dies_fails_its_check_only(plugin, monkeypatch):
     assert "worker process died" in run[f"{p}.dies"].error
 
 
+def test_the_priority_is_the_longest_chain_of_work_a_task_heads():
+    deps = {("prep", "net"): set(), ("prep", "read-out"): {("prep", "net")}, ("check", "a"): {("prep", "read-out")},
+            ("check", "b"): set(), ("check", "c"): {("prep", "net")}}
+    cost = {("prep", "net"): 10, ("prep", "read-out"): 2, ("check", "a"): 5, ("check", "b"): 15, ("check", "c"): 1}
+    rank = parallel.critical_path(deps, cost)
+    assert rank == {("prep", "net"): 17, ("prep", "read-out"): 7, ("check", "a"): 5, ("check", "b"): 15,
+                    ("check", "c"): 1}  # the net (10 s) heads 17 s of work: it goes before check b (15 s)
+    with pytest.raises(ValueError, match="cycle through 'x'"):
+        parallel.critical_path({("prep", "x"): {("prep", "y")}, ("prep", "y"): {("prep", "x")}},
+                               {("prep", "x"): 1, ("prep", "y"): 1})
+
+
 def test_jobs_are_validated_before_anything_runs():
     assert parallel.check_jobs("auto") == parallel.auto_jobs() >= 1
     assert parallel.check_jobs("3") == 3

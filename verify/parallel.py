@@ -179,6 +179,36 @@ def _died(cid: str, chk, why: str) -> Outcome:
                    figures=chk.figures, error=why)
 
 
+def critical_path(deps: dict, cost: dict) -> dict:
+    """For each task of the graph ``deps`` (task -> the tasks it waits for): its cost plus the largest such sum
+    over the tasks that wait for it, i.e. the longest chain of work from its start to the end of the run (the
+    priority of list scheduling). A cycle is an error naming a task on it."""
+    waiters: dict = {t: [] for t in deps}
+    for t, d in deps.items():
+        for u in d:
+            waiters[u].append(t)
+    out: dict = {}
+    state: dict = {}
+    for t0 in deps:
+        stack = [t0]
+        while stack:
+            t = stack[-1]
+            if t in out:
+                stack.pop()
+                continue
+            if state.get(t) == "open":
+                todo = [w for w in waiters[t] if w not in out]
+                if todo:
+                    raise ValueError(f"preparations wait for each other in a cycle through "
+                                     f"{t[-1] if isinstance(t, tuple) else t!r}")
+                out[t] = cost[t] + max((out[w] for w in waiters[t]), default=0.0)
+                stack.pop()
+                continue
+            state[t] = "open"
+            stack += [w for w in waiters[t] if w not in out]
+    return out
+
+
 # ------------------------------------------------------------------------------------------------------- run
 def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, jobs: int, plugins=(),
                entry_points: bool = True, on_done=None, bar=None) -> tuple[dict, dict]:
@@ -198,9 +228,16 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
             preps.setdefault(p.label, p)
             needs[cid].add(p.label)
     order = sorted(ids, key=lambda c: -found[c].cost)
-    prep_order = sorted(preps.values(), key=lambda p: -p.cost)
+    # the graph: a preparation waits for the preparations it reads (``after``), a check for its own preparations
+    deps = {("prep", p.label): {("prep", a) for a in p.after if a in preps} for p in preps.values()}
+    deps.update({("check", cid): {("prep", lab) for lab in needs[cid]} for cid in ids})
+    cost = {("prep", p.label): p.cost for p in preps.values()}
+    cost.update({("check", cid): found[cid].cost for cid in ids})
+    rank = critical_path(deps, cost)
+    tie = {t: i for i, t in enumerate([("prep", p.label) for p in sorted(preps.values(), key=lambda p: -p.cost)]
+                                      + [("check", c) for c in order])}
     if bar is not None:
-        bar.reset(total=len(prep_order) + len(order))
+        bar.reset(total=len(preps) + len(order))
     outcomes: dict[str, Outcome] = {}
     prepared: dict[str, dict] = {}
     broken: list[str] = []
@@ -217,21 +254,43 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
         with _one_thread_env():
             ex = _pool(jobs, plugins, entry_points)
             _started(ex, jobs)
-            pending = {}
-            held = [p for p in prep_order if set(p.after) & set(preps)]  # wait for preparations they read
-            for p in prep_order:
-                if p not in held:
-                    pending[ex.submit(_run_prep, p)] = ("prep", p.label)
-            # a check waits for its own preparations only: the others run meanwhile (a check submitted early would
-            # hold a worker while it waits for the cache lock of an entry another worker is still computing)
-            waiting = [cid for cid in order if needs[cid]]
-            for cid in order:
-                if not needs[cid]:
-                    pending[ex.submit(_run_check, cid, quick, seed, stage, device)] = ("check", cid)
+        # list scheduling: at most ``jobs`` tasks in the pool (its queue is first in, first out), the next one the
+        # ready task that heads the longest chain of work still to come (its critical path), so a network that a
+        # read-out and a check wait for starts before a check nothing waits for
+        left = {t: set(d) for t, d in deps.items()}
+        ready = [t for t, d in left.items() if not d]
+        pending = {}
+        ended: set = set()
+
+        def submit():
+            ready.sort(key=lambda t: (-rank[t], tie[t]))
+            while ready and len(pending) < jobs:
+                kind, name = t = ready.pop(0)
+                try:
+                    if kind == "prep":
+                        pending[ex.submit(_run_prep, preps[name])] = t
+                    else:
+                        pending[ex.submit(_run_check, name, quick, seed, stage, device)] = t
+                except cf.process.BrokenProcessPool:
+                    if kind == "prep":
+                        prepared[name] = {"seconds": None, "error": "BrokenProcessPool"}
+                        end(t)
+                    else:
+                        broken.append(name)
+
+        def end(t):
+            ended.add(t)
+            for u, d in left.items():
+                if t in d:
+                    d.discard(t)
+                    if not d and u not in ended and u not in ready and u not in pending.values():
+                        ready.append(u)
+
+        submit()
         while pending:
             done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
             for fut in done:
-                kind, name = pending.pop(fut)
+                kind, name = t = pending.pop(fut)
                 if kind == "prep":
                     try:
                         label, secs, err = fut.result()
@@ -241,31 +300,19 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                     if bar is not None:
                         bar.update(1)
                         bar.set_postfix_str(name)
-                    free = [p for p in held if set(p.after) & set(preps) <= set(prepared)]
-                    held = [p for p in held if p not in free]
-                    for p in free:
-                        try:
-                            pending[ex.submit(_run_prep, p)] = ("prep", p.label)
-                        except cf.process.BrokenProcessPool:
-                            prepared[p.label] = {"seconds": None, "error": "BrokenProcessPool"}
-                    ready = [cid for cid in waiting if needs[cid] <= set(prepared)]
-                    waiting = [cid for cid in waiting if cid not in ready]
-                    for cid in ready:
-                        try:
-                            pending[ex.submit(_run_check, cid, quick, seed, stage, device)] = ("check", cid)
-                        except cf.process.BrokenProcessPool:
-                            broken.append(cid)
-                    continue
-                try:
-                    finish(name, fut.result())
-                except cf.process.BrokenProcessPool:
-                    broken.append(name)
-                except Exception as exc:  # e.g. an outcome that cannot be sent back
-                    finish(name, _died(name, found[name], f"the worker could not return the outcome: "
-                                                          f"{type(exc).__name__}: {exc}".splitlines()[0]))
-        for p in held:  # never started: the pool broke first
-            prepared.setdefault(p.label, {"seconds": None, "error": "not started (the worker pool broke)"})
-        broken += [c for c in waiting if c not in broken]  # checks never submitted (the pool broke before their preparations ended)
+                else:
+                    try:
+                        finish(name, fut.result())
+                    except cf.process.BrokenProcessPool:
+                        broken.append(name)
+                    except Exception as exc:  # e.g. an outcome that cannot be sent back
+                        finish(name, _died(name, found[name], f"the worker could not return the outcome: "
+                                                              f"{type(exc).__name__}: {exc}".splitlines()[0]))
+                end(t)
+            submit()
+        for lab in preps:  # never started: the pool broke first
+            prepared.setdefault(lab, {"seconds": None, "error": "not started (the worker pool broke)"})
+        broken += [c for c in order if c not in outcomes and c not in broken]  # never submitted
     except BaseException:  # Ctrl-C included: stop the workers, keep nothing
         if ex is not None:
             ex.shutdown(wait=False, cancel_futures=True)
