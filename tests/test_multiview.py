@@ -1,4 +1,5 @@
 """FG library: data model (App B.1), learner (Eq 14–18), trainer, experiment API, closed forms, sim command."""
+import itertools
 import json
 import math
 
@@ -30,6 +31,42 @@ def test_sample_shapes_labels_and_balance():
     other = 1 - h.y_coarse[n]
     assert h.X[n, p, other].mean() > 0.3 and h.X[n, p, 1 - other].abs().mean() < 0.15
     assert (b.kinds == SUBCLASS).any()
+
+
+def _sample_by_formula(dm, n, hard, train, gen, dtype):
+    """FG B.1 written out: x_p = α_p v_{feat(p)} + ζ_p for every patch (α = 0 on noise patches), in the draw order
+    of ``sample``: the reference that ``sample`` (features added on feature patches only) must equal bit for bit."""
+    y_fine = dm._fine_labels(n, torch.device("cpu"))
+    kinds, feat = dm._feature_layout(n, y_fine, hard, gen, torch.device("cpu"))
+    X = dm.sigma_zeta * torch.randn(n, dm.P, dm.d, generator=gen, dtype=dtype)
+    big = kinds == BIG_NOISE
+    if big.any():
+        X[big] *= dm.sigma_zeta_hard / dm.sigma_zeta
+    coef = dm._coefficients(kinds, gen, torch.device("cpu"), dtype)
+    X = X + coef[..., None] * dm.dictionary("cpu", dtype)[feat.clamp(min=0)]
+    return X, kinds, dm._labels(y_fine, train, gen)
+
+
+@pytest.mark.parametrize("model", ["hierarchical", "shared_subclass", "three_level", "label_noise"])
+def test_sample_equals_the_patch_formula_bit_for_bit(model):
+    from sims.multiview.experiment import make_data_model, validate_config
+
+    for counts, dictionary, hard, dtype in itertools.product(("exact", "binomial"), ("identity", "random"),
+                                                             (False, True), (torch.float32, torch.float64)):
+        cfg = validate_config({"model": model, "counts": counts, "dictionary": dictionary, "d": 64, "k": 4,
+                               "batch": 32, "n_test": 64, "m_coarse": 200, "m_fine": 50})
+        dm = make_data_model(cfg)
+        b = dm.sample(64, hard=hard, train=True, generator=torch.Generator().manual_seed(5), dtype=dtype)
+        X, kinds, (yc, yf) = _sample_by_formula(dm, 64, hard, True, torch.Generator().manual_seed(5), dtype)
+        assert torch.equal(b.kinds, kinds) and torch.equal(b.y_coarse, yc) and torch.equal(b.y_fine, yf)
+        assert torch.equal(b.X, X), (counts, dictionary, hard, dtype, float((b.X - X).abs().max()))
+
+
+def test_a_noise_patch_with_a_coefficient_is_an_error(monkeypatch):
+    dm = HierarchicalMultiView(32, 8, 2.0, 2)
+    monkeypatch.setattr(dm, "_coefficients", lambda kinds, *a: torch.ones(kinds.shape))
+    with pytest.raises(ValueError, match="noise patches"):
+        dm.sample(8, generator=torch.Generator().manual_seed(0))
 
 
 def test_sampling_is_seeded_and_device_aware():

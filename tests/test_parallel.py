@@ -198,3 +198,77 @@ def test_a_script_without_a_main_guard_gets_the_cause_not_a_dead_worker_per_chec
     env = dict(__import__("os").environ, PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode != 0 and "__main__" in p.stderr and "could not start" in p.stderr, p.stderr[-2000:]
+
+
+class _FakeCheck:
+    def __init__(self, cost, preps=()):
+        self.cost, self._preps = cost, list(preps)
+
+    def preparations(self, ctx):
+        return self._preps
+
+
+def _scheduled(monkeypatch, found, jobs):
+    """run_checks with a thread pool wider than ``jobs`` standing in for the worker processes: the order tasks start
+    in and the most that ran at once (only the scheduler's cap limits it)."""
+    import concurrent.futures as cf
+    import threading
+    import time
+
+    log, running, most, lock = [], [0], [0], threading.Lock()
+
+    def task(kind, name):
+        with lock:
+            log.append(name)
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+
+    def run_prep(p):
+        task("prep", p.label)
+        return p.label, 0.0, None
+
+    def run_check(cid, *a):
+        task("check", cid)
+        return cid
+
+    monkeypatch.setattr(parallel, "_pool", lambda n, *a: cf.ThreadPoolExecutor(max_workers=8))
+    monkeypatch.setattr(parallel, "_started", lambda ex, n: None)
+    monkeypatch.setattr(parallel, "_run_prep", run_prep)
+    monkeypatch.setattr(parallel, "_run_check", run_check)
+    outcomes, prepared = parallel.run_checks(list(found), found, quick=True, seed=0, stage=None, device="cpu",
+                                             jobs=jobs)
+    return log, most[0], outcomes, prepared
+
+
+def test_the_scheduler_keeps_at_most_jobs_tasks_running_and_starts_the_longest_chain_first(monkeypatch):
+    net = parallel.prep("net", print, cost=10)
+    readout = parallel.prep("read-out", print, cost=2, after=("net",))
+    found = {"small": _FakeCheck(1), "big": _FakeCheck(15), "reads": _FakeCheck(5, [net, readout]),
+             **{f"x{i}": _FakeCheck(3) for i in range(6)}}
+    log, most, outcomes, prepared = _scheduled(monkeypatch, found, jobs=1)
+    assert most == 1 and sorted(outcomes) == sorted(found) and set(prepared) == {"net", "read-out"}
+    assert log[:4] == ["net", "big", "read-out", "reads"]  # the net heads 17 s of work, the big check 15 s
+    assert log[-1] == "small"
+    log, most, outcomes, _ = _scheduled(monkeypatch, found, jobs=3)
+    assert most == 3 and len(log) == len(found) + 2 and log.index("net") < log.index("read-out") < log.index("reads")
+
+
+def test_a_cycle_of_preparations_is_skipped_not_fatal(monkeypatch):
+    x = parallel.prep("x", print, after=("y",))
+    y = parallel.prep("y", print, after=("x",))
+    z = parallel.prep("z", print, after=("x",))
+    found = {"a": _FakeCheck(1, [x, y, z]), "b": _FakeCheck(1)}
+    log, _, outcomes, prepared = _scheduled(monkeypatch, found, jobs=2)
+    assert sorted(outcomes) == ["a", "b"] and sorted(log) == ["a", "b"]  # the check runs (it computes what it needs)
+    assert all("cycle" in prepared[lab]["error"] for lab in "xyz")
+
+
+def test_one_label_names_one_computation(monkeypatch):
+    found = {"a": _FakeCheck(1, [parallel.prep("net", print, 1)]), "b": _FakeCheck(1, [parallel.prep("net", print, 2)])}
+    with pytest.raises(ValueError, match="prepares 'net' differently from a"):
+        _scheduled(monkeypatch, found, jobs=2)
+    found["b"] = _FakeCheck(1, [parallel.prep("net", print, 1, cost=7)])  # the cost is an estimate: it may differ
+    assert sorted(_scheduled(monkeypatch, found, jobs=2)[2]) == ["a", "b"]

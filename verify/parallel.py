@@ -179,6 +179,23 @@ def _died(cid: str, chk, why: str) -> Outcome:
                    figures=chk.figures, error=why)
 
 
+def _unsortable(deps: dict) -> list:
+    """The tasks of the graph ``deps`` (task -> the tasks it waits for) that no order can start: those on a cycle
+    and those waiting for one."""
+    left = {t: set(d) for t, d in deps.items()}
+    free = [t for t, d in left.items() if not d]
+    done = set()
+    while free:
+        t = free.pop()
+        done.add(t)
+        for u, d in left.items():
+            if t in d:
+                d.discard(t)
+                if not d:
+                    free.append(u)
+    return [t for t in deps if t not in done]
+
+
 def critical_path(deps: dict, cost: dict) -> dict:
     """For each task of the graph ``deps`` (task -> the tasks it waits for): its cost plus the largest such sum
     over the tasks that wait for it, i.e. the longest chain of work from its start to the end of the run (the
@@ -219,18 +236,32 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     ctx0 = {cid: registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
             for cid in ids}
     preps: dict[str, Prep] = {}
+    owner: dict[str, str] = {}
     needs: dict[str, set] = {}
     for cid in ids:
         needs[cid] = set()
         for p in found[cid].preparations(ctx0[cid]):
             if not isinstance(p, Prep):
                 raise TypeError(f"check {cid}: prepare() must return verify.parallel.Prep items, got {p!r}")
-            preps.setdefault(p.label, p)
+            q = preps.setdefault(p.label, p)
+            if (q.fn, repr(q.args), repr(q.kwargs), q.after) != (p.fn, repr(p.args), repr(p.kwargs), p.after):
+                raise ValueError(f"check {cid} prepares {p.label!r} differently from {owner[p.label]} (function, "
+                                 f"arguments or `after`): one label must name one computation")
+            owner.setdefault(p.label, cid)
             needs[cid].add(p.label)
     order = sorted(ids, key=lambda c: -found[c].cost)
     # the graph: a preparation waits for the preparations it reads (``after``), a check for its own preparations
     deps = {("prep", p.label): {("prep", a) for a in p.after if a in preps} for p in preps.values()}
     deps.update({("check", cid): {("prep", lab) for lab in needs[cid]} for cid in ids})
+    prepared: dict[str, dict] = {}
+    for t in _unsortable(deps):  # a preparation that waits, through `after`, on a cycle never runs (its checks
+        if t[0] == "prep":       # compute what they need themselves, as with -j 1)
+            prepared[t[1]] = {"seconds": None, "error": "not run: its `after` preparations wait for each other in a "
+                                                        "cycle"}
+    for lab in prepared:
+        del deps[("prep", lab)]
+    for d in deps.values():
+        d -= {("prep", lab) for lab in prepared}
     cost = {("prep", p.label): p.cost for p in preps.values()}
     cost.update({("check", cid): found[cid].cost for cid in ids})
     rank = critical_path(deps, cost)
@@ -239,8 +270,9 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     if bar is not None:
         bar.reset(total=len(preps) + len(order))
     outcomes: dict[str, Outcome] = {}
-    prepared: dict[str, dict] = {}
     broken: list[str] = []
+    if bar is not None:
+        bar.update(len(prepared))
 
     def finish(cid, o):
         outcomes[cid] = o
@@ -274,6 +306,8 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                 except cf.process.BrokenProcessPool:
                     if kind == "prep":
                         prepared[name] = {"seconds": None, "error": "BrokenProcessPool"}
+                        if bar is not None:
+                            bar.update(1)
                         end(t)
                     else:
                         broken.append(name)

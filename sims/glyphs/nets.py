@@ -17,7 +17,8 @@ Architectures (defaults; ``width`` scales every channel count):
   batch norm: without BN the net sat at the chance loss ln 1000 for three of six epochs on the 1000-class task
   and reached 4 % held-out accuracy; with BN 27 % after four epochs — docs/glyph_nets.md). The last hidden
   layer has no BN, so F(x) = ReLU(W₂h + b₂) is a plain dense layer's output. (The code pools before each conv
-  ReLU: the same function and gradients bit for bit, 1.1× faster; every ReLU is in place.)
+  ReLU: the same function and gradients bit for bit, 1.1× faster; every ReLU is in place, so a hook on a module
+  inside a stage must clone what it keeps — the stage outputs themselves are never changed afterwards.)
 * ``resnet``: conv3×3 stride 2 (1→32) BN ReLU (S/2) → stage1: one basic block at 32 ch (S/2) → stage2: one
   basic block at 64 ch, stride 2 (S/4) → stage3: one basic block at 128 ch, stride 2 (S/8) → head: flatten
   (128·(S/8)²) → fc(→d) ReLU = F(x) → classifier. A basic block is conv3×3-BN-ReLU-conv3×3-BN plus the

@@ -248,6 +248,9 @@ class HierarchicalMultiView:
         # x_p = α v + ζ on the feature patches only (a noise patch's α is 0): the same numbers as adding α v to
         # every patch, without two (n, P, d) temporaries (P = 4096 in fg.linear_fails)
         has = feat >= 0
+        if bool(coef[~has].any()):
+            raise ValueError(f"{type(self).__name__}: a patch without a feature (index −1) has a nonzero "
+                             f"coefficient: _coefficients must give α = 0 to noise patches")
         X[has] += coef[has][:, None] * V[feat[has]]
         y_coarse, y_lab = self._labels(y_fine, train, generator)
         return Batch(X=X, y_coarse=y_coarse, y_fine=y_lab, kinds=kinds)

@@ -124,3 +124,15 @@ def new_categories(ctx):
     nets = suite_nets("lenet-base-s{s}", "lenet-s{s}")(ctx)
     return nets + [prep(f"glyph new categories seed {ctx.seed}{_q(ctx)}", GD.new_categories, ctx.seed, ctx.quick,
                         ctx.device, cost=5 if ctx.quick else 40, after=tuple(n.label for n in nets))]
+
+
+def new_categories_and_runs(run_seeds):
+    """nd.new_categories' preparations: :func:`new_categories` and each synthetic run (``run_seeds(quick, seed)``;
+    cached, ≈ 7 s each cold), so that the check itself is seconds of tests."""
+    def prepare(ctx):
+        from sims.dependency_training import new_categories_result
+
+        return new_categories(ctx) + [prep(f"ND Sec 3.2 synthetic run {s}{_q(ctx)}", new_categories_result, ctx.quick,
+                                           s, ctx.device, cost=2 if ctx.quick else 7)
+                                      for s in run_seeds(ctx.quick, ctx.seed)]
+    return prepare

@@ -212,17 +212,6 @@ def _fmt_test(v: dict) -> str:
             f"{t['mde']:.2f} pp)")
 
 
-def _new_categories_preps(ctx) -> list:
-    """What ``verify --jobs`` prepares for nd.new_categories: the glyph line's networks and Θ read-out, and each
-    synthetic run (cached; a run is ≈ 7 s cold, so the check itself is a few seconds of tests)."""
-    from verify.parallel import prep
-
-    q = " (quick)" if ctx.quick else ""
-    return gp.new_categories(ctx) + [prep(f"ND Sec 3.2 synthetic run {s}{q}", new_categories_result, ctx.quick, s,
-                                          ctx.device, cost=2 if ctx.quick else 7)
-                                     for s in _run_seeds(ctx.quick, ctx.seed)]
-
-
 @check(
     "nd.new_categories", equation="Sec 3.2, Tab 2, Tab 4", kind="sim", seeds=1,
     tolerance=f"Tab 4: one-sided t-test of H0: Δ_new ≥ {TAB4_GAIN_PP:g} pp at α = {ALPHA:g} with power ≥ "
@@ -249,7 +238,7 @@ def _new_categories_preps(ctx) -> list:
                      f"{TAB4_PLANTED_PP:g} % of its new-class test predictions made wrong (from its correct ones; "
                      f"Tab 4's ResNet-50 gain, +{TAB4_PLANTED_PP:g} pp), in every run: H0 must stand, with adequate "
                      "power",
-    figures=("nd.new_categories_accuracy",), prepare=_new_categories_preps, cost=3,
+    figures=("nd.new_categories_accuracy",), prepare=gp.new_categories_and_runs(_run_seeds), cost=3,
 )
 def new_categories(ctx, planted, positive=False):
     """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""
