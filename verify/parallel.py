@@ -2,21 +2,26 @@
 CPUs, at most 8; ``verify.run(jobs=1)``, the API's default, runs everything in this process as before).
 
 Why: most checks, and every glyph network, run on one thread (sims/threads.py says why), so one process uses
-one core. With N workers a run goes in two phases, both spread over the workers:
+one core. With N workers a run is one graph of tasks spread over the workers:
 
-1. **preparations** — the cached computations the selected checks read, declared with ``@check(prepare=...)``
-   as :class:`Prep` items (a glyph network, one point of a transfer grid, one seed's collapse curves; one that
-   reads another — a read-out of a network several read-outs share — names it in ``after``). Each
-   lands in the disk cache (:mod:`sims.cache`), and the check later reads it from there. An entry two
-   processes ask for at once is computed once (the cache's inter-process lock: the second waits for the first).
-   A preparation that raises is recorded (``Run.preparations``) and otherwise ignored: the check computes the
-   same thing itself and reports the error as its own;
-2. **checks**, the most expensive first (``@check(cost=...)``: its seconds once its preparations are done); a
-   check that declares preparations is queued when the last of them has finished, so no worker sits waiting for
-   a cache entry another one is computing. Each runs with the same :class:`~verify.registry.Context` as in one
-   process. A check's random numbers depend on the seed and its id only, so its verdict does not
-   depend on the worker or the order; the outcomes are returned in the selection's (catalog) order, and
-   ``on_outcome`` is called as each one finishes.
+* **preparations** — the cached computations the selected checks read, declared with ``@check(prepare=...)``
+  as :class:`Prep` items (a glyph network, one point of a transfer grid, one seed's collapse curves; one that
+  reads another — a read-out of a network several read-outs share — names it in ``after``: it waits for it). Each
+  lands in the disk cache (:mod:`sims.cache`), and the check later reads it from there. An entry two
+  processes ask for at once is computed once (the cache's inter-process lock: the second waits for the first).
+  A preparation that raises is recorded (``Run.preparations``) and otherwise ignored: the check computes the
+  same thing itself and reports the error as its own (so does one whose ``after`` runs in a cycle: never run);
+* **checks**, each ready once its own preparations have ended (so no worker sits waiting for a cache entry
+  another one is computing). Each runs with the same :class:`~verify.registry.Context` as in one
+  process. A check's random numbers depend on the seed and its id only, so its verdict does not
+  depend on the worker or the order; the outcomes are returned in the selection's (catalog) order, and
+  ``on_outcome`` is called as each one finishes.
+
+List scheduling: at most N tasks are in the pool at a time (its own queue is first in, first out); a worker that
+frees up gets the ready task with the longest chain of work still to come from it (:func:`critical_path`: its cost
+plus the costs of what waits for it; a check's cost is ``@check(cost=...)``, its seconds once its preparations are
+done, a preparation's its own estimate). Before, tasks went into the pool's queue as they became ready, so a
+read-out the last checks waited for queued behind every check nothing waited for.
 
 Each worker runs one thread (torch, BLAS/OpenMP and numba: environment variables set before it starts), so N
 workers fill N cores without spin-waiting on each other; its malloc keeps freed memory for reuse (:data:`MALLOC`).
