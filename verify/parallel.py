@@ -184,50 +184,39 @@ def _died(cid: str, chk, why: str) -> Outcome:
                    figures=chk.figures, error=why)
 
 
-def _unsortable(deps: dict) -> list:
-    """The tasks of the graph ``deps`` (task -> the tasks it waits for) that no order can start: those on a cycle
-    and those waiting for one."""
+def topological(deps: dict) -> tuple[list, list]:
+    """(an order of the graph ``deps`` — task -> the tasks it waits for — in which every task comes after those it
+    waits for, the tasks no order can start: those on a cycle and those waiting for one)."""
     left = {t: set(d) for t, d in deps.items()}
     free = [t for t, d in left.items() if not d]
-    done = set()
+    order = []
     while free:
         t = free.pop()
-        done.add(t)
+        order.append(t)
         for u, d in left.items():
             if t in d:
                 d.discard(t)
                 if not d:
                     free.append(u)
-    return [t for t in deps if t not in done]
+    done = set(order)
+    return order, [t for t in deps if t not in done]
 
 
 def critical_path(deps: dict, cost: dict) -> dict:
     """For each task of the graph ``deps`` (task -> the tasks it waits for): its cost plus the largest such sum
     over the tasks that wait for it, i.e. the longest chain of work from its start to the end of the run (the
     priority of list scheduling). A cycle is an error naming a task on it."""
+    order, stuck = topological(deps)
+    if stuck:
+        t = stuck[0][-1] if isinstance(stuck[0], tuple) else stuck[0]
+        raise ValueError(f"preparations wait for each other in a cycle through {t!r}")
     waiters: dict = {t: [] for t in deps}
     for t, d in deps.items():
         for u in d:
             waiters[u].append(t)
     out: dict = {}
-    state: dict = {}
-    for t0 in deps:
-        stack = [t0]
-        while stack:
-            t = stack[-1]
-            if t in out:
-                stack.pop()
-                continue
-            if state.get(t) == "open":
-                todo = [w for w in waiters[t] if w not in out]
-                if todo:
-                    raise ValueError(f"preparations wait for each other in a cycle through "
-                                     f"{t[-1] if isinstance(t, tuple) else t!r}")
-                out[t] = cost[t] + max((out[w] for w in waiters[t]), default=0.0)
-                stack.pop()
-                continue
-            state[t] = "open"
-            stack += [w for w in waiters[t] if w not in out]
+    for t in reversed(order):
+        out[t] = cost[t] + max((out[w] for w in waiters[t]), default=0.0)
     return out
 
 
@@ -259,7 +248,7 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     deps = {("prep", p.label): {("prep", a) for a in p.after if a in preps} for p in preps.values()}
     deps.update({("check", cid): {("prep", lab) for lab in needs[cid]} for cid in ids})
     prepared: dict[str, dict] = {}
-    for t in _unsortable(deps):  # a preparation that waits, through `after`, on a cycle never runs (its checks
+    for t in topological(deps)[1]:  # a preparation that waits, through `after`, on a cycle never runs (its checks
         if t[0] == "prep":       # compute what they need themselves, as with -j 1)
             prepared[t[1]] = {"seconds": None, "error": "not run: its `after` preparations wait for each other in a "
                                                         "cycle"}
@@ -297,7 +286,6 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
         left = {t: set(d) for t, d in deps.items()}
         ready = [t for t, d in left.items() if not d]
         pending = {}
-        ended: set = set()
 
         def submit():
             ready.sort(key=lambda t: (-rank[t], tie[t]))
@@ -317,12 +305,11 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                     else:
                         broken.append(name)
 
-        def end(t):
-            ended.add(t)
+        def end(t):  # a task whose last dependency ended becomes ready (once: each task ends once)
             for u, d in left.items():
                 if t in d:
                     d.discard(t)
-                    if not d and u not in ended and u not in ready and u not in pending.values():
+                    if not d:
                         ready.append(u)
 
         submit()
