@@ -459,3 +459,32 @@ def test_means_of_unseen_classes_are_zero_and_of_a_single_sample_the_sample():
     H = np.array([[1e3 + 1.0, 2e3], [1e3 + 3.0, 2e3 + 1.0], [5.0, 7.0]])
     st = vc.ClassStats(2, 4).update(H, np.array([0, 0, 2]))
     np.testing.assert_array_equal(st.means, [[1e3 + 2.0, 2e3 + 0.5], [0.0, 0.0], [5.0, 7.0], [0.0, 0.0]])
+
+
+def test_vci_of_float32_features_ignores_their_rounding_directions():
+    """Features lifted from 6 to 24 dimensions (a Linear layer) have a rank-6 Σ_T; stored in float32 they gain 18
+    directions of rounding noise (eigenvalues ~u²·λ_max). VCI's Σ_T† must not invert them: VCI of the float32
+    features equals the float64 lift's (to the float32 perturbation of the kept directions) and is invariant under a
+    rotation (VC Cor 5.4). Without the noise floor (the float64 cut p·ε) it moves by 1e-3 here and the rotation
+    changes it."""
+    from theory.collapse import vci
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 6)) + 5.0
+    y = rng.integers(0, 4, 400)
+    X[:, 0] += 0.8 * y  # class structure
+    W = rng.standard_normal((24, 6)) * 0.7
+    H64 = X @ W.T + rng.standard_normal(24)
+    H32 = H64.astype(np.float32)
+    Q = np.linalg.qr(rng.standard_normal((24, 24)))[0]
+    ClassStats = vc.ClassStats
+    exact = vci(ClassStats.from_features(H64, y, 4))
+    for H in (H32, (H64 @ Q).astype(np.float32)):
+        assert abs(vci(ClassStats.from_features(H, y, 4)) - exact) < 1e-5  # float32 error of the kept directions
+    # the same float32 numbers handed over as float64: the user said they are exact, so the noise is inverted
+    wrong = vci(ClassStats.from_features(H32.astype(np.float64), y, 4))
+    assert abs(wrong - exact) > 1e-4  # 9e-4: 90× the float32 tolerance above
+    # merged statistics keep the coarsest precision
+    a = ClassStats.from_features(H32[:200], y[:200], 4)
+    b = ClassStats.from_features(H64[200:], y[200:], 4)
+    assert a.merge(b).input_eps == b.merge(a).input_eps == float(np.finfo(np.float32).eps)

@@ -31,7 +31,7 @@ def test_dry_run_runs_every_part_on_the_cpu(tmp_path):
     t0 = time.perf_counter()
     env = {**os.environ, "THEORYLAB_CACHE": os.environ.get("THEORYLAB_CACHE", str(tmp_path / "cache"))}
     r = subprocess.run([sys.executable, "tools/gpu_check.py", "--device", "cpu", "--out", str(tmp_path / "gc")],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=2400)  # a hang, not a slow CI
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -182,11 +182,13 @@ def _tool():
 
 
 def test_a_part_past_its_budget_is_killed_and_recorded():
+    """A part that outlives its budget (5 s) is killed (rc None) with its output so far; the part would sleep an hour,
+    so any end before that is the kill, whatever the machine's load (a shell's echo, not a Python start-up, comes
+    first)."""
     gc = _tool()
     t0 = time.perf_counter()
-    rc, text, secs = gc.run_subprocess([sys.executable, "-c", "import time; print('started', flush=True); "
-                                        "time.sleep(30)"], 1.0, dict(os.environ))
-    assert rc is None and "started" in text and secs < 10 and time.perf_counter() - t0 < 10
+    rc, text, secs = gc.run_subprocess(["/bin/sh", "-c", "echo started; exec sleep 3600"], 5.0, dict(os.environ))
+    assert rc is None and "started" in text and 5.0 <= secs < 1800 and time.perf_counter() - t0 < 1800
     assert gc.missing_modules(["json", "no_such_module_xyz"]) == ["no_such_module_xyz"]
 
 

@@ -174,6 +174,7 @@ class GeometryState:
         st = ClassStats(p, K)
         e = int(L["e"]) if int(L["e"]) != LOW else 0
         st.counts = cnt.astype(np.int64).copy()
+        st.input_eps = max(st.input_eps, float(self.eps[name]))  # the activations' precision (noise floor of Σ_T)
         st.unit_sums = L["U"].copy()
         st._mean, st._m2 = means, 0.5 * (W + W.T)
         st._exp = np.full(p, e, dtype=np.int64)

@@ -62,24 +62,44 @@ def sum_pow2(a: np.ndarray, e: np.ndarray) -> tuple[float, int]:
 # --------------------------------------------------------------------------------------------------------
 # pseudo-inverse traces
 # --------------------------------------------------------------------------------------------------------
-def trace_pinv(St: np.ndarray, M: np.ndarray, rtol: float) -> tuple[float, str]:
-    """Tr[M St† Mᵀ] for PSD St whose range contains the rows of M; St† drops eigenvalues < rtol·λ_max.
+def trace_pinv(St: np.ndarray, M: np.ndarray, rtol: float, atol: float = 0.0) -> tuple[float, str]:
+    """Tr[M St† Mᵀ] for PSD St whose range contains the rows of M; St† drops eigenvalues below
+    max(rtol·λ_max, atol).
 
     Cholesky route (‖L⁻¹Mᵀ‖_F²) when LAPACK's 1-norm condition estimate puts λ_min 1000× above the cutoff
-    (then St† = St⁻¹ and both routes agree to rounding); otherwise one eigh: Σ_{λ_j > tol} ‖q_jᵀMᵀ‖²/λ_j.
+    (then St† = St⁻¹ and both routes agree to rounding); otherwise one eigh: Σ_{λ_j > cut} ‖q_jᵀMᵀ‖²/λ_j.
     """
     anorm = float(np.max(np.sum(np.abs(St), axis=0)))
     if anorm > 0:
         L, info = sla.lapack.dpotrf(St, lower=1, clean=1)
         if info == 0:
             rcond, info2 = sla.lapack.dpocon(L, anorm, uplo="L")
-            if info2 == 0 and rcond > 1e3 * rtol:
+            # rcond ≤ λ_min/‖St‖₁, so rcond·‖St‖₁ > 1000·atol puts λ_min above 1000·atol
+            if info2 == 0 and rcond > 1e3 * rtol and rcond * anorm > 1e3 * atol:
                 Z = sla.solve_triangular(L, M.T, lower=True, check_finite=False)
                 return float(np.sum(Z * Z)), "cholesky"
     w, Q = np.linalg.eigh(St)
-    keep = w > rtol * max(w[-1], 0.0)
+    keep = w > max(rtol * max(w[-1], 0.0), atol)
     Z = Q[:, keep].T @ M.T
     return float(np.sum(Z * Z / w[keep][:, None])), "eigh"
+
+
+NOISE_ULPS = 32  # a feature computed in precision u is trusted to 32 ulps (a length-1024 dot product's √k growth)
+
+
+def noise_floor(M: np.ndarray, Sw: np.ndarray, mean: np.ndarray, n: int, u: float) -> float:
+    """The largest eigenvalue of Σ_T that rounding of the features alone can produce, in the frame of M and Sw.
+
+    Features stored at unit roundoff u (float32: 2^-23) carry an error of about c·u·|h_ij| per entry
+    (c = NOISE_ULPS). A noise matrix E (N × p) with entries of size ν_j in column j has ‖E‖₂ ≲ max_j ν_j (√N + √p)
+    (the edge of its singular values), so Σ_T = HᵀH/N receives eigenvalues up to
+    (c·u)²·(1 + √(p/N))²·max_j (Σ_T,jj + μ_j²): directions of Σ_T below this are the features' rounding, not data.
+    0 for float64 features (their own rounding is below the p·ε relative cut of trace_pinv)."""
+    if u <= EPS:
+        return 0.0
+    p = M.shape[1]
+    diag_t = np.einsum("ij,ij->j", M, M) + np.diag(Sw)
+    return float((NOISE_ULPS * u) ** 2 * (1.0 + np.sqrt(p / max(n, 1))) ** 2 * np.max(diag_t + mean ** 2))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -229,6 +249,7 @@ class Spectra:
         self.st = st
         self.rtol_t = st.p * EPS if rtol_t is None else check_rtol(rtol_t)
         self.M, self.Sw, self.e = st.scaled()
+        self._u = float(getattr(st, "input_eps", EPS))
         self.priors = st.priors
         self._inv = self._orig = self._trace_tb = None
         self.route = None
@@ -254,5 +275,16 @@ class Spectra:
         """Tr[Σ_T†Σ_B] (VC Thm 5.1, Def 5.3), in the invariant frame."""
         if self._trace_tb is None:
             f = self.inv
-            self._trace_tb, self.route = trace_pinv(f.sigma_t(), f.M, self.rtol_t)
+            self._trace_tb, self.route = trace_pinv(f.sigma_t(), f.M, self.rtol_t, self.noise_floor_inv())
         return self._trace_tb
+
+    def noise_floor_inv(self) -> float:
+        """:func:`noise_floor` of the features' own precision, in the invariant frame (0 for float64 features)."""
+        if self._u <= EPS:
+            return 0.0
+        st, f = self.st, self.inv
+        dt = np.einsum("ij,ij->j", self.M, self.M) + np.diag(self.Sw)
+        s = _pow2(-np.where(dt > 0, pow2_exponent(np.sqrt(dt)), 0))  # invariant_frame's column scaling
+        mean = (st.priors @ st._mean + st._origin) * s  # the global mean, stored frame → invariant frame
+        return noise_floor(f.M, f.Sw, mean, st.n, self._u)
+

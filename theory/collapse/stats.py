@@ -139,6 +139,7 @@ class ClassStats:
         self._exp = np.zeros(p, dtype=np.int64)
         self._cmax = np.zeros(p)  # largest stored |feature value| per column so far
         self._origin = np.zeros(p)  # o: _mean holds class means of h − o (stored frame); set by the first batch
+        self.input_eps = EPS  # unit roundoff of the coarsest features fed in (float32 features: 2^-23)
 
     # -- accumulation ------------------------------------------------------------------------------------
     @property
@@ -167,6 +168,8 @@ class ClassStats:
         b = H.shape[0]
         if b == 0:
             return self
+        if np.issubdtype(H.dtype, np.floating):
+            self.input_eps = max(self.input_eps, float(np.finfo(H.dtype).eps))
         if H.dtype != np.float64:
             conv = self._buffer("_conv", b)
             np.copyto(conv, H)  # float32 (or int) features are used in float64
@@ -261,6 +264,7 @@ class ClassStats:
             state["_cmax"] = np.max(np.abs(state["_mean"]), axis=0)
         if "_origin" not in state:  # a pickle from before the origin: means stored relative to 0
             state["_origin"] = np.zeros(state["_mean"].shape[1])
+        state.setdefault("input_eps", EPS)  # a pickle from before the features' precision was kept
         self.__dict__.update(state)
 
     def _buffer(self, name: str, b: int) -> np.ndarray:
@@ -302,6 +306,7 @@ class ClassStats:
                 acc._shift(j, acc._exp[j] - e[j])
                 acc._exp[j] = e[j]
         np.maximum(out._cmax, oth._cmax, out=out._cmax)
+        out.input_eps = max(out.input_eps, oth.input_eps)
         seen = np.flatnonzero(oth.counts > 0)
         if seen.size:
             if out.n == 0:  # nothing here yet: adopt the other side's origin
@@ -316,6 +321,7 @@ class ClassStats:
         out.counts, out.unit_sums = self.counts.copy(), self.unit_sums.copy()
         out._mean, out._m2 = self._mean.copy(), self._m2.copy()
         out._exp, out._cmax, out._origin = self._exp.copy(), self._cmax.copy(), self._origin.copy()
+        out.input_eps = self.input_eps
         return out
 
     @classmethod
