@@ -51,12 +51,13 @@ def test_floor_regressions_fail_the_floor_checks(cid, bug, monkeypatch, tmp_path
 
 
 def test_pivot_only_cholesky_fails_massive_categories(monkeypatch, tmp_path):
-    """A singular K (n = p + 1, logit scales over 6 decades) can factor with every squared pivot ≫ m·ε: floors of
-    1e-10 where f_i is an exact combination of the others (R = 0 exactly)."""
+    """A singular K (n = p + 1, logit scales over 6 decades) can factor with every squared pivot ≫ m·ε: nonzero
+    floors where f_i is an exact combination of the others (the library's R is 0 exactly there). How large they are
+    is rounding (1e-10 on one CPU, 8e-13 under other BLAS kernels), so the test asks only that they are not 0."""
     monkeypatch.setattr(dep, "_cholesky", _pivot_only)
     out = run_quick("nd.massive_categories", tmp_path=tmp_path)
     assert out.status in FAILED, (out.status, out.miss)
-    assert out.details["largest relative floor where n > p"] > 1e-12
+    assert max(v["max R"] for v in out.details["per n/p"].values() if "max R" in v) > 0.0
 
 
 def _centred(F):

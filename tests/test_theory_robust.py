@@ -422,7 +422,7 @@ EXEMPT = {
     "theory.symbolic.vc.rank_additive_equality": "only a bool argument; exact algebra (tests/test_checks_vc.py)",
     **{f"theory.collapse.linalg.{n}": "internal to theory.collapse (not in its __all__), reached through its metrics"
        for n in ("check_rtol", "rank_arg", "sum_pow2", "trace_pinv", "Frame", "invariant_frame", "original_frame",
-                 "Spectra")},
+                 "Spectra", "noise_floor")},
     **{f"theory.collapse.stats.{n}": "internal to theory.collapse (not in its __all__), reached through as_stats"
        for n in ("check_labels", "check_real_numeric", "pow2_exponent", "unscale")},
     "theory.collapse.probe.loss_from": "internal to theory.collapse: takes a Spectra built by probe_loss (driven)",
