@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from theory.collapse.stats import unscale
-from theory.geometry._inputs import centre_scale, features, same_rows
+from theory.geometry._inputs import same_rows
 
 
 def _check_debiased(debiased) -> bool:
@@ -102,13 +102,25 @@ def _cka(t: dict, debiased: bool) -> float:
     return float(hxy / np.sqrt(hxx) / np.sqrt(hyy))
 
 
-def _prepare(X, Y, debiased):
-    debiased = _check_debiased(debiased)
-    k, why = _min_rows(debiased)
-    X, Y = features(X, "X", k, why), features(Y, "Y", 1)
+def _streamed_terms(X, Y, min_rows: int = 2, why: str = "") -> tuple[dict, int, int]:
+    """(terms, ex, ey) of X (n, p) and Y (n, q) read in blocks (:mod:`theory.geometry._blocks`): through the
+    streamed :class:`~theory.geometry.moments.CrossMoments` when n ≥ max(p, q), else through the n×n centred
+    Gram matrices accumulated over column blocks. Peak memory: the input plus O(p² + q² + pq), or O(n²), and a
+    few blocks of about 4 MiB — no float64 copy of the whole input."""
+    from theory.geometry._blocks import centred_gram, lazy_features, stream_moments
+
+    X, Y = lazy_features(X, "X", min_rows, why), lazy_features(Y, "Y", 1)
     same_rows(X, Y)
-    (Xs, ex), (Ys, ey) = centre_scale(X), centre_scale(Y)
-    return debiased, Xs, ex, Ys, ey
+    n, p, q = X.shape[0], X.shape[1], Y.shape[1]
+    if n >= max(p, q):
+        c = stream_moments(X, Y).centred()
+        return _terms_from_moments(c), c["ex"], c["ey"]
+    (K, ex), (L, ey) = centred_gram(X, "X"), centred_gram(Y, "Y")
+    kd, ld = np.diag(K).copy(), np.diag(L).copy()
+    t = {"n": n, "fxy": float(np.vdot(K, L)), "fxx": float(np.vdot(K, K)), "fyy": float(np.vdot(L, L)),
+         "tx": float(kd.sum()), "ty": float(ld.sum()), "wxy": float(kd @ ld), "wxx": float(kd @ kd),
+         "wyy": float(ld @ ld)}
+    return t, ex, ey
 
 
 def linear_cka(X, Y, debiased: bool = False) -> float:
@@ -117,15 +129,18 @@ def linear_cka(X, Y, debiased: bool = False) -> float:
     ``debiased=False``: Kornblith et al. 2019's CKA with the biased HSIC₀ (n ≥ 2). ``debiased=True``: with
     Song et al. 2012's unbiased HSIC₁ (Nguyen et al. 2021), n ≥ 4; a ValueError where HSIC₁(X, X) ≤ 0 (few
     samples) makes it undefined. Invariant to translations, orthogonal maps and positive scalings of X or Y.
+    The arrays are read in blocks (:func:`_streamed_terms`): any real dtype, never copied whole.
     """
-    debiased, Xs, _, Ys, _ = _prepare(X, Y, debiased)
-    return _cka(_terms_from_data(Xs, Ys), debiased)
+    debiased = _check_debiased(debiased)
+    t, _, _ = _streamed_terms(X, Y, *_min_rows(debiased))
+    return _cka(t, debiased)
 
 
 def linear_hsic(X, Y, debiased: bool = False) -> float:
     """HSIC₀ (biased) or HSIC₁ (unbiased, n ≥ 4) of X and Y with linear kernels, in the features' units."""
-    debiased, Xs, ex, Ys, ey = _prepare(X, Y, debiased)
-    return unscale(_hsic_parts(_terms_from_data(Xs, Ys), debiased)[0], 2 * (ex + ey), "hsic")
+    debiased = _check_debiased(debiased)
+    t, ex, ey = _streamed_terms(X, Y, *_min_rows(debiased))
+    return unscale(_hsic_parts(t, debiased)[0], 2 * (ex + ey), "hsic")
 
 
 def _moment_terms(m, debiased: bool) -> tuple[dict, dict]:

@@ -191,16 +191,16 @@ class CrossMoments:
         return out
 
     @classmethod
-    def from_data(cls, X, Y, batch: int = 4096) -> "CrossMoments":
-        """The moments of whole (n, p) and (n, q) arrays, streamed in batches of ``batch`` rows."""
-        X, Y = features(X, "X"), features(Y, "Y")
+    def from_data(cls, X, Y, batch: int | None = None) -> "CrossMoments":
+        """The moments of whole (n, p) and (n, q) arrays, streamed in batches of ``batch`` rows (default: blocks
+        of about 4 MiB of float64); each batch is converted to float64 on its own, never the whole array."""
+        from theory.geometry._blocks import lazy_features, stream_moments
+
+        X, Y = lazy_features(X, "X"), lazy_features(Y, "Y")
         same_rows(X, Y)
-        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1):
             raise ValueError(f"batch: must be an integer >= 1, got {batch!r}")
-        out = cls(X.shape[1], Y.shape[1])
-        for s in range(0, X.shape[0], batch):
-            out._absorb(cls.from_batch(X[s:s + batch], Y[s:s + batch]))
-        return out
+        return stream_moments(X, Y, batch)
 
     # -- read-out ------------------------------------------------------------------------------------------
     def centred(self) -> dict:

@@ -19,15 +19,25 @@ matrix is first divided by a power of two (exact): features of size 1e±150 give
   (numpy's matrix_rank rule: the rounding of the matrix as stored, 1.19e-7 for float32, 2.2e-16 for float64;
   integer input counts as float64). ``eps="rd"`` gives Rank Diminishing's Eq 4 with its float32 rule
   ε = 1.19e-7·min(n, p) (:func:`theory.rank.numerical_rank`); a number sets ε.
-* :func:`alpha_req` — Agrawal et al. 2022 (α-ReQ): the decay α of λ_i ∝ i^−α, fitted by least squares to
-  log λ_i against log i over a stated index range (default: i = 1 … r, r the number of eigenvalues above the
-  dtype-aware cutoff λ_i > max(n, p)·eps·λ_1, so that rounding-level eigenvalues do not enter the fit).
+* :func:`alpha_req` — Agrawal et al. 2022 (α-ReQ): the decay α of λ_i ∝ i^−α, fitted to log λ_i against log i
+  over a stated index range, by ordinary least squares (``fit="ols"``, the default) or weighted by 1/i
+  (``fit="weighted"``: Stringer et al. 2019's power-law fit, which gives each decade of i the same weight;
+  reptrix's). Default range: the decade i = ⌊m/100⌋ + 1 … ⌊m/10⌋ of m = min(n, p) (at least the first 10
+  indices), cut at r, the number of eigenvalues above the dtype-aware cutoff λ_i > max(n, p)·eps·λ_1. It
+  leaves out the top of the spectrum (a few signal directions) and its bottom, where white noise's
+  Marchenko–Pastur bulk falls to its lower edge and would dominate the slope; at m = 1000 it is i = 11 … 100.
+
+The entropy and ratio metrics (effective rank, stable rank, participation ratio) read an array in blocks: the
+p×p covariance streamed through a CrossMoments when n ≥ p, else the n×n centred Gram matrix accumulated
+over column blocks (:mod:`theory.geometry._blocks`); their eigenvalues are those of the covariance (resolved
+down to ~p·ε·λ_1, far below what these metrics weigh).
 * :mod:`theory.geometry.mp` — the Marchenko–Pastur bulk edge and the number of spikes.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from theory.geometry._blocks import centred_gram, lazy_features, stream_moments_one
 from theory.geometry._inputs import centre_scale, features, top_exponent
 from theory.geometry.moments import CrossMoments
 from theory.rank import numerical_rank as rd_numerical_rank
@@ -76,6 +86,19 @@ def covariance_eigenvalues(Z, name: str = "Z") -> np.ndarray:
     return singular_values(Z, center=True, name=name) ** 2
 
 
+def _streamed_eigenvalues(Z, name: str = "Z") -> np.ndarray:
+    """Covariance eigenvalues (descending, ≥ 0, relative units) of an array read in blocks, or of a CrossMoments."""
+    if isinstance(Z, CrossMoments):
+        return covariance_eigenvalues(Z, name)
+    A = lazy_features(Z, name, 2, " to centre the columns")
+    if A.shape[0] >= A.shape[1]:
+        C = stream_moments_one(A, name=name).centred()["cxx"]
+        C = 0.5 * (C + C.T)
+    else:
+        C, _ = centred_gram(A, name)
+    return np.clip(np.linalg.eigvalsh(C), 0.0, None)[::-1]
+
+
 def _entropy_rank(v: np.ndarray, eps: float, what: str) -> float:
     tot = float(v.sum())
     if not tot > 0:
@@ -108,12 +131,12 @@ def _eps_value(eps) -> float:
 
 def effective_rank(Z) -> float:
     """Roy & Vetterli 2007's effective rank of the sample covariance: exp(−Σ p_i log p_i), p_i = λ_i/Σλ."""
-    return _entropy_rank(covariance_eigenvalues(Z), 0.0, "the covariance")
+    return _entropy_rank(_streamed_eigenvalues(Z), 0.0, "the covariance")
 
 
 def stable_rank(Z) -> float:
     """Stable rank of the centred data, Σλ/λ_1 = ‖Z_c‖_F²/‖Z_c‖₂² (Rudelson & Vershynin 2007)."""
-    lam = covariance_eigenvalues(Z)
+    lam = _streamed_eigenvalues(Z)
     if not lam[0] > 0:
         raise ValueError("Z: the covariance is zero (every feature is constant): stable rank undefined")
     return float(lam.sum() / lam[0])
@@ -121,7 +144,7 @@ def stable_rank(Z) -> float:
 
 def participation_ratio(Z) -> float:
     """Participation ratio (Σλ)²/Σλ² of the covariance spectrum (Gao et al. 2017), between 1 and rank."""
-    lam = covariance_eigenvalues(Z)
+    lam = _streamed_eigenvalues(Z)
     if not lam[0] > 0:
         raise ValueError("Z: the covariance is zero (every feature is constant): participation ratio undefined")
     lam = lam / lam[0]
@@ -152,14 +175,20 @@ def _rd_eps(Z) -> float:
     return float32_eps_rule(min(np.shape(Z)))
 
 
-def alpha_req(Z, fit_range: tuple[int, int] | None = None) -> dict:
-    """α-ReQ (Agrawal et al. 2022): α in λ_i ≈ c·i^−α, least squares of log λ_i on log i.
+def alpha_req(Z, fit_range: tuple[int, int] | None = None, fit: str = "ols") -> dict:
+    """α-ReQ (Agrawal et al. 2022): α in λ_i ≈ c·i^−α, a straight-line fit of log λ_i on log i.
 
-    ``fit_range=(i_min, i_max)``: 1-based inclusive indices of the eigenvalues fitted (i_max = None: up to
-    the default r). Default (1, r) with r = #{λ_i > max(n, p)·eps·λ_1} (eps of Z's dtype): eigenvalues at
-    rounding level are never fitted. Needs ≥ 3 fitted eigenvalues. Returns {"alpha", "stderr" (the OLS
-    standard error of α), "intercept" (log c, in the relative units of the scaled data), "fit_range"}.
+    ``fit_range=(i_min, i_max)``: 1-based inclusive indices of the eigenvalues fitted (i_max = None: up to r).
+    Default: :func:`_default_fit_range` — the decade ⌊m/100⌋ + 1 … max(⌊m/10⌋, 10) of m = min(n, p), cut at
+    r = #{λ_i > max(n, p)·eps·λ_1} (eps of Z's dtype), so that rounding-level eigenvalues never enter.
+    ``fit``: "ols" (ordinary least squares, the default) or "weighted" (weights 1/i: Stringer et al. 2019's
+    fit, reptrix's ``get_alpha``). Needs ≥ 3 fitted eigenvalues. Returns {"alpha", "stderr" (the standard
+    error of α of that least-squares fit), "intercept" (log c, in the relative units of the scaled data),
+    "fit_range", "fit"}.
     """
+    if fit not in ("ols", "weighted"):
+        raise ValueError(f"fit: 'ols' (ordinary least squares) or 'weighted' (weights 1/i, Stringer et al. 2019), "
+                         f"got {fit!r}")
     lam = covariance_eigenvalues(Z)
     if isinstance(Z, CrossMoments):
         n, p, eps = Z.n, Z.p, float(np.finfo(np.float64).eps)
@@ -168,17 +197,33 @@ def alpha_req(Z, fit_range: tuple[int, int] | None = None) -> dict:
     if not lam[0] > 0:
         raise ValueError("Z: the covariance is zero (every feature is constant): no spectrum to fit")
     r = int(np.count_nonzero(lam > max(n, p) * eps * lam[0]))
-    lo, hi = (1, r) if fit_range is None else _fit_range(fit_range, r)
+    lo, hi = _default_fit_range(min(n, p), r) if fit_range is None else _fit_range(fit_range, r)
     if hi - lo + 1 < 3:
         raise ValueError(f"fit_range: needs at least 3 eigenvalues above the rounding cutoff, got indices "
                          f"[{lo}, {hi}] (r = {r} resolved eigenvalues)")
-    x, y = np.log(np.arange(lo, hi + 1, dtype=np.float64)), np.log(lam[lo - 1:hi])
-    xc = x - x.mean()
-    slope = float(xc @ (y - y.mean()) / (xc @ xc))
-    resid = y - y.mean() - slope * xc
+    i = np.arange(lo, hi + 1, dtype=np.float64)
+    x, y = np.log(i), np.log(lam[lo - 1:hi])
+    w = 1.0 / i if fit == "weighted" else np.ones_like(i)
+    w = w / w.sum()
+    xc, yc = x - w @ x, y - w @ y
+    sxx = float(w @ (xc * xc))
+    slope = float(w @ (xc * yc)) / sxx
+    resid = yc - slope * xc
     m = hi - lo + 1
-    se = float(np.sqrt((resid @ resid) / (m - 2) / (xc @ xc)))
-    return {"alpha": -slope, "stderr": se, "intercept": float(y.mean() - slope * x.mean()), "fit_range": (lo, hi)}
+    # errors of log λ taken as of one variance σ² (the weights spread the fit over the decades; they are not a
+    # noise model): Var(slope) = σ²·Σw²xc²/(Σw·xc²)², σ² estimated by Σresid²/(m − 2) — for w = 1/m the OLS
+    # standard error
+    se = float(np.sqrt(float(resid @ resid) / (m - 2) * float(w @ (w * xc * xc))) / sxx)
+    return {"alpha": -slope, "stderr": se, "intercept": float(w @ y - slope * (w @ x)), "fit_range": (lo, hi),
+            "fit": fit}
+
+
+def _default_fit_range(m: int, r: int) -> tuple[int, int]:
+    """α-ReQ's default indices for m = min(n, p) and r resolved eigenvalues: (⌊m/100⌋ + 1, max(⌊m/10⌋, 10)),
+    the upper end cut at r (module doc). At m = 1000: (11, 100)."""
+    lo = m // 100 + 1
+    hi = min(max(m // 10, 10), r)
+    return (min(lo, max(hi - 2, 1)), hi)
 
 
 def _fit_range(fr, r: int) -> tuple[int, int]:
