@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish
+from paper_figs.glyphs_vc import SPLIT_NAMES
 from paper_figs.registry import figure
 from sims.glyphs import glyph_task
 from sims.glyphs import granularity as gr
@@ -35,9 +37,9 @@ def draw_granularity(quick: bool):
                 a.plot(x, acc, style, color={"all": "C0", "easy": "C2", "hard": "C3"}[part],
                        label=part if s == 0 else None, alpha=0.8)
         a.set_xticks(x, [f"{lv}\n({int(runs[lv]['n_labels'])} labels)" for lv in gr.LEVELS])
-        a.set_ylabel("script accuracy of the linear probe")
-        a.set_title(sp)
+        a.set_xlabel("label granularity of the pretraining")
+        a.set_ylabel("script accuracy of the linear probe (fraction)")
+        a.set_title(f"script probe on {SPLIT_NAMES[sp]}")
         a.grid(True, alpha=0.3)
-        a.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+        a.legend(fontsize=8, title="images", title_fontsize=8)
+    return finish(fig)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish
 from paper_figs.registry import figure
 from sims.glyphs import dependencies as GD
 from sims.real import analysis as A
@@ -49,26 +50,29 @@ def support_curves(quick: bool, k: int = 6, name: str = "lenet-s0") -> dict:
 def draw_support_vs_error(curves: dict, title: str = ""):
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2))
     for j, (name, r) in enumerate(curves.items()):
-        a1.semilogx(r[:, 0], r[:, 1], "-", color=f"C{j}", lw=1.2, label=name)
+        a1.semilogx(r[:, 0], r[:, 1], "-", color=f"C{j}", lw=1.2, label=f"category {name!r}")
         rho = np.argmin(np.abs(r[:, 4] - RHO))
         a1.plot(r[rho, 0], r[rho, 1], "o", color=f"C{j}", ms=5)
-        a2.semilogx(r[:, 0], r[:, 2] / np.maximum(r[:, 3], 1e-9), "-", color=f"C{j}", lw=1.2)
+        a2.semilogx(r[:, 0], r[:, 2] / np.maximum(r[:, 3], 1e-9), "-", color=f"C{j}", lw=1.2,
+                    label=f"category {name!r}")
+    a1.plot([], [], "o", color="0.4", ms=5, label=f"λ = {RHO}·λ_max")
     a1.axhline(0.30, ls="--", color="k", lw=1, label="Tab 1's worst rel err (0.30)")
     a1.axvspan(3, 4, color="0.85", label="paper: 3–4 categories")
     a1.set_xlabel("support (other categories in the dependency)")
-    a1.set_ylabel("held-out relative error")
+    a1.set_ylabel("held-out relative error of the logit")
+    a1.set_title("relative error along the path", fontsize=10)
     a1.legend(fontsize=7)
     a2.axhline(0.85, ls="--", color="k", lw=1, label="0.85 (Tab 1's worst ratio)")
-    a2.set_xlabel("support")
-    a2.set_ylabel("positive accuracy / original")
+    a2.set_xlabel("support (other categories in the dependency)")
+    a2.set_ylabel("positive accuracy / original (ratio)")
+    a2.set_title("positive accuracy of the replaced logit", fontsize=10)
     a2.legend(fontsize=7)
     for a in (a1, a2):
         a.grid(alpha=0.3)
-    fig.suptitle(title or f"exact CovLasso path (dots: λ = {RHO}·λ_max)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    fig.suptitle(title or "lenet-s0, exact CovLasso path, held-out faces", fontsize=10)
+    return finish(fig)
 
 
 def between_pairs(quick: bool, k: int = 4) -> dict:
@@ -94,20 +98,22 @@ def between_pairs(quick: bool, k: int = 4) -> dict:
 def draw_between(pairs: dict, title: str = ""):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(pairs), figsize=(3.2 * len(pairs), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(3.6 * len(pairs), 3.8), squeeze=False)
     for ax, (name, p) in zip(axes[0], pairs.items()):
-        ax.plot(p["g"], p["within"], ".", ms=2, color="0.6", label=f"within lenet-s1 ({p['support'][1]})")
-        ax.plot(p["g"], p["between"], ".", ms=2, color="C0", label=f"from lenet-s0 ({p['support'][0]})")
-        ax.plot(p["g"][p["pos"]], p["between"][p["pos"]], "o", ms=4, mfc="none", color="C3", label="positives")
+        ax.plot(p["g"], p["within"], ".", ms=2, color="0.6",
+                label=f"from lenet-s1's own logits (support {p['support'][1]})")
+        ax.plot(p["g"], p["between"], ".", ms=2, color="C0",
+                label=f"from lenet-s0's logits (support {p['support'][0]})")
+        ax.plot(p["g"][p["pos"]], p["between"][p["pos"]], "o", ms=4, mfc="none", color="C3",
+                label="images of the category (from lenet-s0)")
         lo, hi = float(np.min(p["g"])), float(np.max(p["g"]))
-        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.set_title(f"{name}", fontsize=9)
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="prediction = g_i")
+        ax.set_title(f"category {name!r}", fontsize=9)
         ax.set_xlabel("g_i (lenet-s1 logit)")
+        ax.set_ylabel("sparse prediction of g_i (logit)")
         ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("sparse prediction (support)")
-    fig.suptitle(title or f"between networks, held-out faces, λ = {RHO}·λ_max", fontsize=10)
-    fig.tight_layout()
-    return fig
+    fig.suptitle(title or f"lenet-s1 logit i vs its sparse prediction, held-out faces, λ = {RHO}·λ_max", fontsize=10)
+    return finish(fig)
 
 
 def rank_and_cls_curves(quick: bool, name: str = "lenet-s0") -> dict:
@@ -131,18 +137,20 @@ def draw_rank_and_cls(c: dict, title: str = ""):
     a1.axhline(r["sample_bound"], ls=":", color="C3", label=f"sample bound N − 1 = {r['sample_bound']}")
     a1.set_xticks(x)
     a1.set_xticklabels(r["layers"], rotation=30, fontsize=8)
-    a1.set_ylabel("dimension")
+    a1.set_xlabel("stage of the network (input → logits)")
+    a1.set_ylabel("dimension (number of directions)")
+    a1.set_title("PCA dimension per stage", fontsize=10)
     a1.legend(fontsize=7)
     a2.semilogx(c["k"], 100 * c["acc"], "o-", ms=3, label="held-out faces, PCA on aug_test")
     a2.axhline(95 * c["full"], ls="--", color="k", lw=1, label="0.95 × full accuracy")
     a2.set_xlabel(f"k (top principal directions of the final features, d = {c['d']})")
     a2.set_ylabel("accuracy vs true code points (%)")
+    a2.set_title("accuracy of the features projected on k directions", fontsize=10)
     a2.legend(fontsize=7)
     for a in (a1, a2):
         a.grid(alpha=0.3)
-    fig.suptitle(title or "rank through the network (RD Sec 4) and ClsDim curve (RD Fig 2)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    fig.suptitle(title or "lenet-s0: rank through the network (RD Sec 4) and ClsDim curve (RD Fig 2)", fontsize=10)
+    return finish(fig)
 
 
 @figure("nd.glyph_support_vs_error", answers="ND Tab 1 / Sec 2.1",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish, legend_below
 from paper_figs.registry import figure
 from sims.threads import single_threaded
 from sims.nd_models import massive_category_logits
@@ -56,18 +57,20 @@ def draw_error_path(quick: bool):
         a.axhline(floors[i], color=f"C{k}", ls="--", lw=0.8)
         sizes = [len(s) for s in path.supports]
         b.step(bp / lmax[i], sizes, where="post", color=f"C{k}", label=f"category {i}")
-    a.axhline(1.0, color="k", lw=0.8)
+    a.axhline(1.0, color="k", lw=0.8, label="Cov_ii (relative error 1)")
+    a.plot([], [], "--", color="0.4", lw=0.8, label="floor R(Cov, i), colour of its category")
+    a.plot([], [], ".", color="0.4", ms=5, label="breakpoints of the path")
     a.set_xlabel("λ / λ_max(i)")
-    a.set_ylabel("err_i(θ*(λ)) / Cov_ii")
-    a.set_title("Eq 5: floor ≤ err_i(θ*(λ)) ≤ Cov_ii, nondecreasing")
-    a.legend(fontsize=8)
+    a.set_ylabel("relative error err_i(θ*(λ)) / Cov_ii")
+    a.set_title("relative error along the exact CovLasso path")
+    a.legend(fontsize=7)
     a.grid(True, alpha=0.3)
     b.set_xlabel("λ / λ_max(i)")
-    b.set_ylabel("support size |{j : θ_j ≠ 0}|")
-    b.set_title("sparsity along the path")
+    b.set_ylabel("support size |{j : θ_j ≠ 0}| (categories)")
+    b.set_title("support size along the path")
+    b.legend(fontsize=7)
     b.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 @figure("nd.fig3_cov_vs_theta", answers="ND Fig 3",
@@ -87,16 +90,15 @@ def draw_fig3(quick: bool):
         th = covlasso(c, i, lam)[rest]
         cov = np.abs(c[rest, i])
         bad = (cov < lam / 2) & (th != 0)
-        ax.scatter(cov[~bad], th[~bad], s=9, color="C0", alpha=0.7)
-        ax.scatter(cov[bad], th[bad], s=18, color="C3", label=f"violations: {int(bad.sum())}")
-        ax.axvline(lam / 2, color="k", ls="--", lw=1, label="λ/2")
-        ax.set_xlabel("|E[f_i f_j]|")
-        ax.set_title(f"target {i}: {int((th != 0).sum())} dependencies")
-        ax.legend(fontsize=7)
+        ax.scatter(cov[~bad], th[~bad], s=9, color="C0", alpha=0.7, label="category j")
+        ax.scatter(cov[bad], th[bad], s=18, color="C3", label="θ_j ≠ 0 left of λ/2 (Conj 1 violation)")
+        ax.axvline(lam / 2, color="k", ls="--", lw=1, label="λ/2 (Conj 1's bar)")
+        ax.set_xlabel("|E[f_i f_j]| (logit second moment)")
+        ax.set_ylabel("CovLasso coefficient θ_j")
+        ax.set_title(f"target i = {i}: {int((th != 0).sum())} nonzero θ_j, {int(bad.sum())} violations", fontsize=9)
         ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("θ_j")
-    fig.tight_layout()
-    return fig
+    legend_below(fig, fontsize=8)
+    return finish(fig)
 
 
 @figure("nd.fig4_graph", answers="ND Fig 4",
@@ -127,15 +129,25 @@ def draw_fig4(quick: bool):
             (x0, y0), (x1, y1) = tpos[int(t)], pos[int(j)]
             ax.plot([x0, x1], [y0, y1], color="C0" if w > 0 else "C3", lw=0.5 + 3 * abs(w) / wmax, alpha=0.6)
     ax.scatter(*zip(*pos.values()), s=25, color="0.4", zorder=3)
-    for j, (x, y) in pos.items():
-        ax.text(1.08 * x, 1.08 * y, str(j), fontsize=6, ha="center", va="center")
+    for j, a in zip(base, ang):  # along the radius, so that a crowded circle (the full run) keeps them apart
+        left = np.cos(a) < 0
+        ax.text(1.05 * np.cos(a), 1.05 * np.sin(a), str(j), fontsize=6 if len(base) <= 120 else 5,
+                rotation=np.rad2deg(a) + (180 if left else 0), rotation_mode="anchor",
+                ha="right" if left else "left", va="center")
     ax.scatter(*zip(*tpos.values()), s=120, color="C2", zorder=4)
     for t, (x, y) in tpos.items():
         ax.text(x, y, str(t), fontsize=7, ha="center", va="center", color="w", zorder=5)
-    ax.set_title(f"{len(targets)} targets depend on {len(base)} of {n - len(targets)} other categories")
+    ax.set_title(f"dependency graph: {len(targets)} targets on {len(base)} of {n - len(targets)} other categories")
     ax.set_aspect("equal")
     ax.axis("off")
-    return fig
+    from matplotlib.lines import Line2D
+
+    keys = [Line2D([], [], color="C0", lw=2, label="θ_j > 0 (width ∝ |θ_j|)"),
+            Line2D([], [], color="C3", lw=2, label="θ_j < 0"),
+            Line2D([], [], ls="", marker="o", ms=9, color="C2", label="target category i"),
+            Line2D([], [], ls="", marker="o", ms=5, color="0.4", label="category j it depends on")]
+    ax.legend(handles=keys, fontsize=8, ncols=2, loc="upper center", bbox_to_anchor=(0.5, 0.0))
+    return finish(fig)
 
 
 @figure("nd.massive_floors", answers="ND Sec 2.2",
@@ -166,10 +178,10 @@ def draw_massive(quick: bool):
         ax.semilogy(ratios, med, "o-", color=f"C{k}", label=f"σ = {sigma:g} (median, 10–90%)")
     law = np.clip((p - ratios * p + 1) / p, 1e-17, None)
     ax.semilogy(ratios[ratios <= 1], law[ratios <= 1], "k--", lw=1, label="(p − n + 1)/p")
-    ax.axvline(1.0, color="0.5", lw=0.8)
+    ax.axvline(1.0, color="0.5", lw=0.8, label="n = p")
     ax.set_xlabel("n / p (categories per feature dimension)")
-    ax.set_ylabel("R(Cov, i) (0 drawn at 1e-17)")
-    ax.set_title("massive categories: error floors vanish once n > p")
+    ax.set_ylabel("relative floor R(Cov, i) (0 drawn at 1e-17)")
+    ax.set_title(f"relative error floor of every category vs n / p (p = {p})")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
-    return fig
+    return finish(fig)

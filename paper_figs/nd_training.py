@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish
 from paper_figs.registry import figure
 from sims.dependency_training import REG_RHO, REG_WEIGHT, new_categories_result, regularizer_result
 
@@ -32,12 +33,13 @@ def draw_new_categories(quick: bool):
         a.bar_label(bars, fmt="%.1f", fontsize=6)
     a.axhline(100 / n2, xmin=0.55, xmax=0.95, ls=":", color="k", label=f"chance within new (1/{n2})")
     a.set_xticks(range(len(groups)), [g for _, g in groups])
+    a.set_xlabel("evaluation (argmax over)")
     a.set_ylabel("test accuracy (%)")
     a.set_ylim(0, 128)
-    a.set_title(f"{n1} → {n2}: dependency vs retrained")
+    a.set_title(f"test accuracy, {n1} base + {n2} new classes")
     a.legend(fontsize=7, loc="upper center", ncol=2)
     base, depc, lit = (100 * r[f"per_class_new_{k}"] for k in ("baseline", "dependency", "literal"))
-    b.plot([0, 100], [0, 100], ":", color="k", lw=1)
+    b.plot([0, 100], [0, 100], ":", color="k", lw=1, label="equal to f_baseline")
     b.scatter(base, depc, color="C2", label="f_all (dependency)", zorder=3)
     b.scatter(base, lit, color="C3", marker="x", label="control (Θ on new classes only)", zorder=3)
     b.set_xlabel("f_baseline accuracy on the class (%)")
@@ -45,11 +47,10 @@ def draw_new_categories(quick: bool):
     lo = max(0.0, float(min(base.min(), depc.min(), lit.min())) - 5)
     b.set_xlim(lo, 101)
     b.set_ylim(lo, 101)
-    b.set_title("per new class (argmax within new classes)")
+    b.set_title("accuracy per new class (argmax within new classes)")
     b.legend(fontsize=8)
     b.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 @figure("nd.regularizer_trajectory", answers="ND Tab 3",
@@ -73,13 +74,12 @@ def draw_regularizer(quick: bool):
         b.plot(ep, 100 * np.asarray(r[f"{arm}_acc"]), "o-", color=color, ms=4, label=arm)
     a.set_xlabel("fine-tuning epoch")
     a.set_ylabel("|CovLasso coefficient|")
-    a.set_title("dependency coefficient under the regulariser")
+    a.set_title("|θ_j| of two pairs during fine-tuning")
     a.legend(fontsize=7)
     a.grid(True, alpha=0.3)
     b.set_xlabel("fine-tuning epoch")
-    b.set_ylabel("test accuracy (%)")
-    b.set_title("accuracy")
+    b.set_ylabel("test accuracy, all classes (%)")
+    b.set_title("test accuracy during fine-tuning")
     b.legend(fontsize=8)
     b.grid(True, alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return finish(fig)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish
 from paper_figs.registry import figure
 from sims import marchenko_pastur as mp
 from sims import random_matrix as rm
@@ -39,42 +40,49 @@ def fig1_mlp50(quick: bool):
         ax.set_title(f"{title}, n = {st['n']}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 @figure("rd.fig3_structural", answers="RD Fig 3",
         caption="Structural impetus: Jacobian rank (left) and PCA dimension (right) lost by each component (ambient "
-                "minus measured, before = after the random FC layer), Gaussian inputs C×8×8 (C = 16 in the full run, "
-                "4 in quick; the paper uses 128), PCA over a batch of 5000 (800 in quick), float32 rule. The paper "
-                "says conv and FC lose considerably, IN/LN/GN modestly, and cites BN as a remission: BatchNorm with "
-                "batch statistics keeps both numbers; IN/GN can raise the PCA dimension while their Jacobian loses "
-                "exactly 2 per normalised group.",
+                "minus measured, at the component's input, i.e. after the random FC layer, and at its output; the "
+                "numbers on the bars are the dimensions lost, those under the names the measured values), Gaussian "
+                "inputs C×8×8 (C = 16 in the full run, 4 in quick; the paper uses 128), PCA over a batch of 5000 (800"
+                " in quick), float32 rule. The paper says conv and FC lose considerably, IN/LN/GN modestly, and cites"
+                " BN as a remission: BatchNorm with batch statistics keeps both numbers; IN/GN can raise the PCA "
+                "dimension while their Jacobian loses exactly 2 per normalised group.",
         checks=("rd.structural_impetus",))
 def fig3_structural(quick: bool):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     st = nets.rd_settings(quick)["si"]
     d = fig3.structural_impetus(st["channels"], st["batch"], st["jac_batch"])
     names = list(fig3.COMPONENTS)
     x = np.arange(len(names))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
     amb = int(d["ambient"])
     for ax, key, title in ((axes[0], "jac", "Jacobian rank"), (axes[1], "pca", "PCA dimension")):
         b = np.array([d[n][key]["before"] for n in names], dtype=float)
         a = np.array([d[n][key]["after"] for n in names], dtype=float)
-        ax.bar(x - 0.2, amb - b, 0.4, label="before (after FC)", color="C0")
-        ax.bar(x + 0.2, amb - a, 0.4, label="after component", color="C3")
-        for i in range(len(names)):
-            ax.text(x[i] + 0.2, max(amb - a[i], 0) + 0.3, f"{int(a[i])}", ha="center", fontsize=7)
-        ax.set_xticks(x, [n.upper() if len(n) <= 3 else n for n in names])
-        ax.set_ylabel(f"dimensions lost (ambient {amb})")
-        ax.set_title(f"{title}: ambient − measured (labels: measured)")
+        for off, lost, label, color in ((-0.2, amb - b, "input of the component (after the random FC)", "C0"),
+                                        (0.2, amb - a, "output of the component", "C3")):
+            ax.bar(x + off, lost, 0.4, label=label, color=color)
+            zero = lost == 0  # a bar of height 0 shows as a short thick stroke on the axis
+            ax.plot(x[zero] + off, lost[zero], "_", ms=14, mew=3, color=color)
+            for xi, v in zip(x + off, lost):
+                ax.text(xi, max(v, 0), f"{int(v)}", ha="center", va="bottom", fontsize=7, color=color)
+        ax.set_xticks(x, [f"{n.upper() if len(n) <= 3 else n}\n{int(bi)}→{int(ai)}" for n, bi, ai in zip(names, b, a)],
+                      fontsize=8)
+        ax.set_xlabel(f"component (below: {title} at its input → output)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel(f"dimensions lost (ambient {amb} − measured)")
+        ax.set_title(f"{title} lost by each component, ambient {amb}")
         ax.axhline(0, color="k", lw=0.8)
-        ax.legend(fontsize=8)
+        ax.set_ylim(-0.05 * max(1, (amb - np.r_[a, b]).max()), 1.3 * max(1, (amb - np.r_[a, b]).max()))
+        ax.legend(fontsize=8, title="numbers on the bars: dimensions lost", title_fontsize=7)
         ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 @figure("rd.lyapunov_spectrum", answers="RD Thm 5, Eq 10",
@@ -92,15 +100,14 @@ def lyapunov_spectrum(quick: bool):
         spec = d[f"sums_{n}"][:, -1, :] / L
         k = np.arange(1, n + 1)
         ax.errorbar(k / n, spec.mean(0), yerr=2 * spec.std(0, ddof=1), fmt="o", ms=3, color=f"C{i}",
-                    label=f"simulated n = {n}")
+                    label=f"simulated n = {n} (mean ± 2 sd)")
         ax.plot(k / n, R.lyapunov_law(n), "-", color=f"C{i}", lw=1, label=f"ψ-law n = {n}")
-    ax.set_xlabel("k / n")
-    ax.set_ylabel("per-layer exponent λ_k")
-    ax.set_title(f"Gaussian layers, L = {L}, {st['trials']} trials")
+    ax.set_xlabel("k / n (exponent index over width)")
+    ax.set_ylabel("per-layer exponent λ_k (nats per layer)")
+    ax.set_title(f"Lyapunov spectrum of L = {L} Gaussian layers, {st['trials']} trials")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 @figure("rd.marchenko_pastur", answers="RD Sec 3.1",
@@ -126,7 +133,7 @@ def marchenko_pastur(quick: bool):
     pred = R.mp_numerical_rank(N, dd, eps)
     per = lam.reshape(-1, dd)
     meas = np.mean(np.sum(per >= eps**2 * per.max(1, keepdims=True), 1))
-    a.set_title(f"Rank_ε: MP predicts {pred:.1f} of {dd}, simulated {meas:.1f}")
+    a.set_title(f"spectrum of GᵀG/N; Rank_ε: MP {pred:.1f}, simulated {meas:.1f} of {dd}")
     a.set_xlabel("eigenvalue of GᵀG / N")
     a.set_ylabel("density")
     a.legend(fontsize=8)
@@ -138,10 +145,9 @@ def marchenko_pastur(quick: bool):
         bins = np.arange(np.floor(off.min()) - 0.5, np.ceil(off.max()) + 1.5)
         lab = f"{n1}×{n2}, ε={e}" + (f", spike θ={th}" if r else "")
         b.hist(off, bins=bins, histtype="step", lw=1.4, density=True, label=lab, color=f"C{i}")
-    b.axvline(0, color="k", lw=1)
+    b.axvline(0, color="k", lw=1, label="MP prediction")
     b.set_xlabel("Rank_ε − MP prediction")
     b.set_ylabel("share of trials")
     b.set_title(f"Monte Carlo numerical rank ({st['trials']} trials per case)")
     b.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish
 from sims.cache import cached
 from sims.real import analysis as A
 from sims.real.data import FULL_CROPS, QUICK_CROPS, real_outputs
@@ -58,14 +59,13 @@ def draw_cov_vs_coef(sol: dict, names=None, title: str = ""):
         a.scatter(cov[nz], th[nz], s=14, color="C3", label="θ_j ≠ 0")
         a.axvline(lam / 2, ls="--", color="k", lw=1, label="λ/2")
         a.set_xscale("log")
-        a.set_xlabel("|E[f_i f_j]|")
+        a.set_xlabel("|E[f_i f_j]| (logit second moment)")
+        a.set_ylabel("dependency coefficient θ_j")
         a.set_title(f"target {_name(i, names)}: {int(nz.sum())} deps", fontsize=9)
         a.grid(alpha=0.3)
-    axes[0][0].set_ylabel("dependency coefficient θ_j")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title or f"covariance vs coefficient (λ = {RHO}·λ_max)", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def draw_dependency_graph(sol: dict, names=None, title: str = "", top: int = 8):
@@ -103,7 +103,7 @@ def draw_dependency_graph(sol: dict, names=None, title: str = "", top: int = 8):
     ax.set_ylim(-1.25, 1.25)
     ax.axis("off")
     ax.set_title(title or f"dependency graph (λ = {RHO}·λ_max; red θ > 0, blue θ < 0)", fontsize=10)
-    return fig
+    return finish(fig)
 
 
 def cls_dim_curve(F: np.ndarray, W: np.ndarray, b: np.ndarray, seed: int = 0, labels=None, groups=None,
@@ -158,8 +158,7 @@ def draw_cls_dim(c: dict, title: str = ""):
     ax.set_title(title or "classification dimension (RD Eq 6)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 def between_networks(Lf: np.ndarray, Lg: np.ndarray, k: int = 6, rho: float = RHO, seed: int = 0,
@@ -201,6 +200,7 @@ def draw_between(bt: dict, names=None, labels=("Lite0", "Lite1")):
     for xi, r in zip(x, rows):
         a.text(xi + 0.2, 100 * r["between"]["rel_err"] + 1, str(r["between"]["support"]), ha="center", fontsize=7)
     a.set_xticks(x, [_name(r["category"], names) for r in rows], rotation=30, fontsize=8)
+    a.set_xlabel("category i")
     a.set_ylabel("held-out relative error (%)")
     a.set_ylim(0, 135 * max(max(r["between"]["rel_err"], r["within"]["rel_err"]) for r in rows))
     a.set_title(f"Sec 2.4: logit i predicted by sparse {labels[0]} logits (numbers: support)", fontsize=9)
@@ -208,12 +208,12 @@ def draw_between(bt: dict, names=None, labels=("Lite0", "Lite1")):
     r0 = rows[0]
     b.scatter(r0["true"], r0["pred"], s=5, alpha=0.6)
     lo, hi = float(min(r0["true"].min(), r0["pred"].min())), float(max(r0["true"].max(), r0["pred"].max()))
-    b.plot([lo, hi], [lo, hi], "k--", lw=1)
+    b.plot([lo, hi], [lo, hi], "k--", lw=1, label="prediction = logit")
     b.set_xlabel(f"{labels[1]} logit {_name(r0['category'], names)}")
     b.set_ylabel(f"Σ θ_j · {labels[0]} logit j")
     b.set_title("held-out crops (cf. ND Fig 2 e–f)", fontsize=9)
-    fig.tight_layout()
-    return fig
+    b.legend(fontsize=8)
+    return finish(fig)
 
 
 def fig_cov_vs_coef(quick: bool):

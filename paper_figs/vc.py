@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paper_figs._layout import finish, legend_below
 from paper_figs.registry import figure
 from sims.collapse_training import TASKS, load_tables, training_runs
 
@@ -30,18 +31,19 @@ def fig2(quick: bool):
                 w = np.clip(r[f"spec_{key}_{stage}"], 1e-18, None)
                 ax.semilogy(np.arange(1, len(w) + 1), w, ls, color=color, lw=1.2,
                             label=f"{label} ({'init' if stage == 'init' else 'trained'})")
-        ax.axvline(min(p, K - 1), color="k", ls=":", lw=1)
-        ax.set_xlabel("eigenvalue index")
-        ax.set_ylabel("eigenvalue")
-        ax.set_title((TITLES_QUICK if quick else TITLES)[task])
+        ax.axvline(min(p, K - 1), color="k", ls=":", lw=1, label=f"index min(p, K−1) = {min(p, K - 1)}")
+        ax.set_xlabel("eigenvalue index (descending)")
+        ax.set_ylabel("eigenvalue (clipped at 1e-18)")
+        ax.set_title(f"spectra of Σ_B and Σ_T, {(TITLES_QUICK if quick else TITLES)[task]}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig)
 
 
 METRICS = (("fuzziness", "Fuzziness Tr[Σ_B†Σ_W]", True), ("squared_distance", "Squared Distance (Eq 4)", True),
            ("cosine_similarity", "Cosine 'Similarity' d̄_within", False), ("vci", "VCI (Def 5.3)", False))
+YLABELS = {"fuzziness": "fuzziness", "squared_distance": "squared distance",
+           "cosine_similarity": "cosine 'similarity'", "vci": "VCI"}
 
 
 @figure("vc.training_metrics", answers="VC Fig 1, Fig 3, Fig 6",
@@ -60,25 +62,27 @@ def training_metrics(quick: bool):
         ep = r["epoch"]
         for ax, (key, title, logy) in zip(row, METRICS):
             for split, ls in (("train", "-"), ("test", "--")):
-                ax.plot(ep, r[f"{split}__{key}"], ls, color="C0" if split == "train" else "C1", label=split)
+                ax.plot(ep, r[f"{split}__{key}"], ls, color="C0" if split == "train" else "C1",
+                        label=f"{split} set")
             if logy:
                 ax.set_yscale("log")
-            ax.set_title(title, fontsize=9)
+            ax.set_title(f"{(TITLES_QUICK if quick else TITLES)[task]}:\n{title}", fontsize=9)
             ax.set_xlabel("epoch")
+            ax.set_ylabel(f"{YLABELS[key]} (dimensionless)", fontsize=9)
             ax.grid(True, alpha=0.3)
-        row[0].set_ylabel((TITLES_QUICK if quick else TITLES)[task], fontsize=9)
-        row[0].legend(fontsize=8)
         ax = row[4]
         trw = r["train__within_vb"] + r["train__within_vb_perp"]
         trb = trw / r["train__squared_distance"]
-        ax.semilogy(ep, r["train__within_vb"] / trb, color="C2", label="V_B part")
-        ax.semilogy(ep, np.clip(r["train__within_vb_perp"] / trb, 1e-12, None), color="C4", label="V_B⊥ part")
-        ax.set_title("Squared Distance split (Fig 1)", fontsize=9)
+        ax.semilogy(ep, r["train__within_vb"] / trb, color="C2", label="V_B part (training set)")
+        ax.semilogy(ep, np.clip(r["train__within_vb_perp"] / trb, 1e-12, None), color="C4",
+                    label="V_B⊥ part (training set)")
+        ax.set_title(f"{(TITLES_QUICK if quick else TITLES)[task]}:\nSquared Distance split (Fig 1), training set",
+                     fontsize=9)
         ax.set_xlabel("epoch")
+        ax.set_ylabel("part of Squared Distance (dimensionless)", fontsize=9)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    legend_below(fig, ncols=4)
+    return finish(fig)
 
 
 @figure("vc.fig7_tables", answers="VC Fig 7",
@@ -96,14 +100,14 @@ def fig7(quick: bool):
     ml = mlog(np.stack([t[n] for n in names], axis=1), t["accuracy"], percent=True)
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
     for ax, (col, title) in zip(axes, (("fuzziness", "Fuzziness"), ("sqr_dist", "Squared Distance"),
-                                       ("cos_sim", "Cos Sim (Table 2)"), ("vci", "VCI"))):
+                                       ("cos_sim", "Cos Sim"), ("vci", "VCI"))):
         for g, color, marker, label in (("tau", "C0", "o", "τ group"), ("lambda", "C3", "s", "λ group")):
             s = t["group"] == g
             r = np.corrcoef(t[col][s], ml[s])[0, 1]
             ax.plot(t[col][s], ml[s], marker, color=color, label=f"{label}: r = {r:+.2f}")
-        ax.set_xlabel(title)
+        ax.set_xlabel(f"{title} (App C Table 2)")
         ax.set_ylabel("MLOG (Eq 6)")
+        ax.set_title(f"MLOG vs {title}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return finish(fig)

@@ -229,8 +229,13 @@ def test_labels_that_cannot_be_logits_are_refused_and_a_class_count_mismatch_is_
     assert main(base + ["--model", "deadcnn:make_five", "--out", str(tmp_path / "b"), "--json",
                         str(tmp_path / "b.json")]) == 0
     res = json.loads((tmp_path / "b.json").read_text())
-    assert "3 classes and the model 5 logits" in res["label_note"]
-    assert "label k is read as logit k" in (tmp_path / "b" / "ANALYZE.md").read_text()
+    # 3 class sub-folders are not the 5 logits: read unlabelled (no accuracy against sub-folder k = logit k), saying
+    # so, and the VC section groups the features by the folders' classes
+    assert "3 classes (cat, dog, fish) are not the model's 5 classes" in res["label_note"]
+    assert res["labelled"] is False and res["top1_accuracy"] is None
+    assert res["vc"]["class"].startswith("the folder's class") and res["vc"]["classes"] == 3
+    md = (tmp_path / "b" / "ANALYZE.md").read_text()
+    assert "the logits are read unlabelled" in md and "not the model's classes" in md
 
 
 # ------------------------------------------------------------------------------------------- strict input
@@ -333,3 +338,58 @@ def test_capture_and_block_jacobians_emit_no_torch_warning(own):
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["(4,", "3,", "32,", "32)", "19"]
+
+
+# ------------------------------------------------------------------------------------------------- issue 37, §2
+def test_changing_only_the_labels_reuses_the_capture_and_the_report_links_resolve(own, monkeypatch):
+    """The capture is cached by model, weights and images: a second run that changes only --labels reads no image
+    (the forward pass is not called again); ANALYZE.md links only to figures it wrote."""
+    import sims.real.capture as cap
+    from tests.test_user_path import assert_links_resolve, markdown_links
+    from verify.real.analyze import run
+
+    calls, real = [], cap.capture
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cap, "capture", counted)
+    kw = dict(model="deadcnn:make", weights=own["weights"], images=own["images"], input_size=32, k=2, workers=0,
+              progress=False)
+    first = run(own["dir"] / "l1", labels="auto", **kw)
+    assert calls and first["labelled"] is True
+    n = len(calls)
+    second = run(own["dir"] / "l2", labels="none", **kw)
+    assert len(calls) == n and second["labelled"] is False            # the same capture, read from the cache
+    assert second["n_samples"] == first["n_samples"]
+    for res in (first, second):
+        assert markdown_links(res["markdown"]) and assert_links_resolve(res["markdown"]) is None
+
+
+def test_cls_dim_is_never_printed_as_an_impossible_number(own, monkeypatch):
+    """When no k reaches the threshold (the model's accuracy against the labels is 0 %), ClsDim is 'undefined here'
+    with the reason, null in the JSON: never −1 or a negative ratio."""
+    import paper_figs.real as figs
+    from verify.real.analyze import run
+
+    real = figs.cls_dim_curve
+
+    def nothing_to_keep(*a, **k):
+        return {**real(*a, **k), "cls_dim": -1, "full_acc": 0.0, "threshold": 0.0}
+
+    monkeypatch.setattr(figs, "cls_dim_curve", nothing_to_keep)
+    res = run(own["dir"] / "cd", model="deadcnn:make", weights=own["weights"], images=own["images"], input_size=32,
+              k=2, workers=0, progress=False)
+    assert res["rd"]["cls_dim"] is None and res["rd"]["cls_dim_ratio"] is None
+    md = Path(res["markdown"]).read_text()
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("ClsDim")]
+    assert "undefined here" in line and "accuracy against the labels is 0 %" in line
+    assert "-1" not in line and "ratio -" not in md
+
+
+def test_a_failing_model_factory_leaves_no_output_folder(own):
+    (own["dir"] / "failing.py").write_text("def make():\n    raise RuntimeError('planted: no model')\n")
+    r = _cli(["analyze", "--model", "failing:make", "--images", str(own["images"]), "--out", "never"], own["dir"])
+    assert r.returncode == 2 and "planted: no model" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (own["dir"] / "never").exists()

@@ -137,11 +137,14 @@ def test_json_dash_is_ndjson_on_stdout_and_nothing_else(plugin, stdout_at_each_s
     assert objs[-1]["meta"]["quick"] is True
     assert "2 pass, 0 refuted" in cap.err                              # the human summary goes to stderr
     assert not (tmp_path / "-").exists()
-    # the same fields as the checks' entries in report.json (--json PATH keeps writing the file)
+    # the fields of the checks' entries in report.json (--json PATH keeps writing the file), plus the typed
+    # display of measured / expected that every record has whatever the check's measured value is
     assert cli.main(["verify", "--plugins", name, *ids, "--quick", "--json", str(tmp_path / "r.json")]) == 0
     capsys.readouterr()
     data = json.loads((tmp_path / "r.json").read_text())
-    assert [set(c) for c in data["checks"]] == [set(o) for o in objs[:-1]]
+    typed = {"measured_type", "measured_text", "expected_text"}
+    assert [set(c) | typed for c in data["checks"]] == [set(o) for o in objs[:-1]]
+    assert all(o["measured_type"] == "number" and o["measured_text"] for o in objs[:-1])
     assert [c["measured"] for c in data["checks"]] == [o["measured"] for o in objs[:-1]]
     assert set(objs[-1]) == {"meta", "summary"} and set(data["meta"]) == set(objs[-1]["meta"])
     # a failing check: its object says so, the error goes to stderr, exit 1
@@ -174,3 +177,22 @@ def test_list_json_dash_is_the_catalog_as_ndjson(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("nd.lambda_max")
     text = (tmp_path / "cat.ndjson").read_text()
     assert [json.loads(ln) for ln in text.splitlines()] == objs
+
+
+@pytest.mark.parametrize("value, kind, text", [
+    (0.0123456, "number", "0.01235"), (float("nan"), "number", "nan"), (3, "integer", "3"), (True, "bool", "True"),
+    ([1.0, 2.5], "list", "[1, 2.5]"), ({"a": 1.5}, "object", None), ("12/16", "text", "12/16"), (None, "none", "—"),
+])
+def test_every_stream_record_has_one_schema_for_measured(value, kind, text):
+    """Whatever a check measures (a float, an int, a list, a dict, text), its --json - record carries the JSON type
+    and the display string beside the raw value; a planted wrong type is told apart."""
+    import numpy as np
+
+    o = registry.Outcome(id="x.y", paper="X", equation="Eq 1", kind="numeric", statement="s", status="pass",
+                         measured=value, expected="<= 1")
+    rec = cli.stream_record(o)
+    assert rec["measured_type"] == kind and rec["expected_text"] == "<= 1"
+    assert isinstance(rec["measured_text"], str) and (text is None or rec["measured_text"] == text)
+    json.dumps(rec)
+    assert cli.measured_type(np.float32(1.5)) == "number" and cli.measured_type(np.int64(2)) == "integer"
+    assert cli.measured_type(np.arange(3)) == "list" and cli.measured_type(1.5) != "integer"

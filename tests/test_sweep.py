@@ -723,3 +723,80 @@ def test_sweep_json_summary_on_stdout_or_to_a_file(tmp_path, capsys):
     assert [p["key"] for p in again["points"]] == [p["key"] for p in out["points"]]
     assert cli_main(["sweep", str(cfg), "--json", str(tmp_path)]) == 2            # a folder: refused
     assert "--json" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ summaries a person can read
+class _HeavyTail:
+    """A plugin data model with parameters of its own (the paper's model; tail_scale and nu only recorded)."""
+
+    def __new__(cls, *args, tail_scale: float = 1.0, nu: float = 3.0, **kw):
+        from sims.multiview import HierarchicalMultiView
+
+        return HierarchicalMultiView(*args, **kw)
+
+
+def test_summary_of_a_plugin_models_grid_has_its_axes_and_the_headline_once(tmp_path, monkeypatch):
+    """A grid over a plugin model's own parameters: summary.md has those axes as its first columns and the
+    headline results once (no config.* copies of the parameters, no summary.* copy beside coarse/fine.final.*, one
+    seconds column), the fixed values that differ from the defaults above the table; summary.csv keeps every
+    field but the copies; the plot's x is the first axis and hue the second, not the fixed k."""
+    _multiview_module()
+    from sims.multiview import models
+    from verify.sweep.plot import default_spec, plot_data
+
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    models.register_model("heavy_tail_t", _HeavyTail)
+    try:
+        grid = {"grid": {"tail_scale": [0.5, 1.0, 2.0], "nu": [3.0, 6.0]},
+                "fixed": {**TINY_MV, "model": "heavy_tail_t"}}
+        res = sweep.run_sweep("multiview", grid, tmp_path / "ht", scheduler="serial", progress=False)
+    finally:
+        models.unregister_model("heavy_tail_t")
+    assert res.ok and len(res.records) == 6
+    md = (tmp_path / "ht" / "summary.md").read_text().splitlines()
+    header = next(ln for ln in md if ln.startswith("| "))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols == ["tail_scale", "nu", "summary.coarse_easy_err", "summary.coarse_hard_err", "summary.fine_easy_err",
+                    "summary.fine_hard_err", "summary.hard_gap", "seconds"]
+    assert not any(c.startswith("config.") for c in cols) and cols.count("seconds") == 1
+    fixed = next(ln for ln in md if ln.startswith("Fixed: "))
+    assert "model = heavy_tail_t" in fixed and "d = 20" in fixed and "k = 2" in fixed
+    assert "iota" not in fixed and "sigma0" not in fixed                       # defaults are not repeated
+    assert "axes: tail_scale (3 values), nu (2 values)" in "\n".join(md)
+    assert sum(ln.startswith("| ") for ln in md) == 1 + 6                     # header + one row per point
+    csv_cols = (tmp_path / "ht" / "summary.csv").read_text().splitlines()[0].split(",")
+    assert len(csv_cols) == len(set(csv_cols)) and "summary.hard_gap" in csv_cols and "tail_scale" in csv_cols
+    assert not any(c.startswith("config.") for c in csv_cols) and "result.seconds" in csv_cols
+    spec = default_spec(sweep.experiments.get("multiview"), None, [r["params"] for r in res.records])
+    assert (spec["x"], spec["hue"], spec["y"]) == ("tail_scale", "nu", "summary.hard_gap")
+    lines, _, _ = plot_data(res.records, spec)
+    assert len(lines) == 2 and all(len(by_x) == 3 for _, by_x in lines)    # 2 lines of 3 points, not one dot
+    # a [plot] x given by the config is kept, and a grid over k keeps the experiment's default axes
+    assert default_spec(sweep.experiments.get("multiview"), {"x": "nu"}, [r["params"] for r in res.records])["x"] \
+        == "nu"
+    ks = [{"k": k, "d": 20} for k in (2, 4)]
+    assert default_spec(sweep.experiments.get("multiview"), None, ks)["x"] == "k"
+
+
+def test_sweep_memory_budget_refuses_the_largest_point_and_sizes_the_local_pool(monkeypatch, capsys):
+    """From the parameters alone: the largest point must fit (refused, naming it), the local pool runs only as
+    many points at once as fit side by side, a Dask cluster is left to its workers, --force skips the checks."""
+    from sims import resources
+    from verify.sweep import budget, experiments
+
+    monkeypatch.delenv(resources.FORCE_ENV, raising=False)
+    monkeypatch.setattr(resources, "available", lambda: (int(2.5 * 2 ** 30), "a test's 2.5 GiB"))
+    exp = experiments.get("massive_floors")
+    recs = [{"params": exp.canonical({"n": n, "p": 64})} for n in (16, 8000)]  # 8000: ~3.1 GB of n×n matrices
+    with pytest.raises(resources.InsufficientMemory, match=r"largest point \(n = 8000\)"):
+        budget.check(exp, recs, "local", None)
+    assert budget.check(exp, recs, "tcp://h:1", None)["bytes"] > 2.5 * 2 ** 30       # not checked here
+    assert budget.check(exp, recs, "local", None, force=True)["workers"] is None
+    mid = [{"params": exp.canonical({"n": 4500, "p": 64})} for _ in range(4)]     # ~1 GB each: two at a time
+    out = budget.check(exp, mid, "local", 4)
+    assert out["workers"] == 2 and "running 2 worker(s)" in capsys.readouterr().err
+    assert budget.check(exp, mid, "serial", 4)["workers"] == 4
+    small = [{"params": exp.canonical({"n": 16, "p": 64})}] * 3
+    assert budget.check(exp, small, "local", 3)["workers"] == 3 and capsys.readouterr().err == ""
+    toyless = experiments.Experiment("noest", lambda p, s: {}, "no estimate", params={})
+    assert budget.check(toyless, [{"params": {}}], "local", 2) == {"workers": 2, "bytes": None, "flops": None}

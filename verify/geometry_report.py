@@ -56,21 +56,37 @@ def check_args(*, model, weights, images, crops, batch_size, workers, layers, po
         raise ValueError(f"--labels {labels}: no such file (expected 'auto', 'none' or a CSV 'filename,label')")
 
 
-def default_layers(module) -> list:
-    """The blocks of a model: the children of its largest Sequential/ModuleList (or its top-level children), then
-    the output."""
-    import torch
+MAX_DEFAULT_LAYERS = 24
 
+
+def default_layers(module) -> list:
+    """The model's top-level stages end to end, then its output: below any single-child wrappers (a model whose
+    only child is one ``Sequential``), the children that hold parameters (a ReLU, a pooling or a flatten between
+    stages is left out: its output is a function of the stage before it; the members of a ``ModuleList`` or
+    ``ModuleDict``, which is never called itself, count one by one), at most ``MAX_DEFAULT_LAYERS`` of them spread
+    evenly from the first to the last. EfficientNet-Lite gets its own list (``DEFAULT_LAYERS``)."""
     mods = dict(module.named_modules())
     if all(n.partition(":")[0] in mods or n == "output" for n in DEFAULT_LAYERS):
         return list(DEFAULT_LAYERS)
-    best, size = "", 0
-    for name, m in mods.items():
-        if isinstance(m, (torch.nn.Sequential, torch.nn.ModuleList)) and len(m) > size:
-            best, size = name, len(m)
-    kids = [f"{best}.{k}" if best else k for k, _ in mods[best].named_children()] if size >= 3 else \
-        [k for k, _ in module.named_children()]
-    return kids[:24] + ["output"]
+    prefix, root = "", module
+    while True:
+        kids = list(root.named_children())
+        if len(kids) != 1:
+            break
+        prefix, root = f"{prefix}{kids[0][0]}.", kids[0][1]
+    import torch
+
+    flat = []
+    for k, m in kids:  # a ModuleList / ModuleDict is never called itself: its members are the stages
+        if isinstance(m, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+            flat += [(f"{prefix}{k}.{j}", c) for j, c in m.named_children()]
+        else:
+            flat.append((f"{prefix}{k}", m))
+    stages = [n for n, m in flat if any(True for _ in m.parameters())] or [n for n, _ in flat]
+    if len(stages) > MAX_DEFAULT_LAYERS:
+        step = (len(stages) - 1) / (MAX_DEFAULT_LAYERS - 1)
+        stages = [stages[round(i * step)] for i in range(MAX_DEFAULT_LAYERS)]
+    return stages + ["output"]
 
 
 def _model(model, weights, device, input_size, normalize):
@@ -84,7 +100,8 @@ def _model(model, weights, device, input_size, normalize):
 
 
 def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
-    """(batches, total, n_classes or None, description)."""
+    """(batches, total, n_classes or None, description, skipped): ``skipped`` is the list of the unreadable files'
+    names, filled as the batches are read (the crops of a folder: at once)."""
     from sims.real.images import Augmentation, crop_batches, crop_plan, folder, photographs
 
     if images is None:
@@ -99,17 +116,20 @@ def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
                 at += len(x)
         return gen(), len(plan), len(ims), (f"{len(plan)} seeded random-resized crops (seed {seed}) of the 17 "
                                            "scikit-image/scikit-learn photographs (a demonstration, not ImageNet); "
-                                           "class = source photograph")
+                                           "class = source photograph"), []
     import torch
 
     from sims.real.imagenet import EvalImages, default_workers, scan
 
     files = scan(images, labels=labels)
+    skipped: list = []
     if crops is not None:
         ims = folder(images, files=files.files)
         aug = Augmentation(size=spec.input_size)
         plan = crop_plan(ims, crops, aug, seed)
-        lab = files.labels if files.labelled else None
+        by_name = dict(zip(files.files, files.labels.tolist()))  # by name: folder() leaves unreadable files out
+        lab = np.array([by_name[n] for n in ims.names], dtype=np.int64) if files.labelled else None
+        skipped.extend(f for f in files.files if f not in set(ims.names))
 
         def gen_crops():
             at = 0
@@ -126,6 +146,7 @@ def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
         def gen_files():
             for x, y, idx, ok in dl:
                 keep = ok.bool()
+                skipped.extend(files.files[int(k)] for k in idx[~keep])
                 if keep.any():
                     yield x[keep], y[keep], idx[keep]
         batches, total = gen_files(), len(files)
@@ -141,7 +162,7 @@ def _batches(spec, images, crops, seed, batch_size, workers, labels, progress):
     def relabel(it):
         for x, y, ids in it:
             yield x, (None if remap is None or y is None else remap[torch.as_tensor(y).long()]), ids
-    return relabel(batches), total, n_cls, desc
+    return relabel(batches), total, n_cls, desc, skipped
 
 
 def _glyphs(K: int, per_class, seed: int, batch_size: int, device, progress):
@@ -195,6 +216,7 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
     if json_path not in (None, "-") and rank == 0:
         prepare_file(json_path, "--json")
 
+    skipped: list = []
     if glyphs is not None:
         spec, model_desc, batches, total, n_cls, inputs = _glyphs(glyphs, crops, seed, batch_size, device, progress)
     else:
@@ -203,7 +225,13 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
     for s in layer_list:  # unknown names: a clear error before any image is read
         resolve(spec.module, s)
     if glyphs is None:
-        batches, total, n_cls, inputs = _batches(spec, images, crops, seed, batch_size, workers, labels, progress)
+        from sims.real.sizing import batch_bytes
+        from sims.resources import require
+
+        require(batch_bytes(batch_size, spec.input_size), f"geometry: a forward pass of {batch_size} image(s) at "
+                f"{spec.input_size} × {spec.input_size}", hint="use a smaller --batch-size or --input-size")
+        batches, total, n_cls, inputs, skipped = _batches(spec, images, crops, seed, batch_size, workers, labels,
+                                                          progress)
     if world > 1:
         if -(-total // batch_size) < world:
             raise ValueError(f"torchrun: {-(-total // batch_size)} batch(es) of {batch_size} for {world} processes; "
@@ -215,12 +243,18 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
                  total=total if world == 1 else -(-total // world), max_features=max_features,
                  pairs="all" if cka else None)
     wall = time.perf_counter() - t0
+    if skipped:  # named, as analyze does (a clean warning line at the command line) and in the report
+        import warnings
+
+        shown = ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+        warnings.warn(f"images: skipped {len(skipped)} unreadable file(s): {shown}", stacklevel=2)
+        inputs += f"; skipped {len(skipped)} unreadable file(s): {shown}"
     metrics = all_metrics(st)
     ck, ckd = (cka_matrix(st), cka_matrix(st, debiased=True)) if cka else (None, None)
     res = {"model": model_desc, "inputs": inputs, "n_samples": st.n, "n_classes": n_cls, "layers": layer_list,
            "pool": pool, "device": str(device), "processes": world, "seconds": wall,
            "images_per_second": st.n / max(wall, 1e-9),
-           "reused": st.reused, "metrics": metrics, "cka": ck, "cka_debiased": ckd}
+           "reused": st.reused, "skipped": list(skipped), "metrics": metrics, "cka": ck, "cka_debiased": ckd}
     res = _jsonable(res)
     if rank != 0:
         return res
@@ -228,7 +262,7 @@ def run(out_dir, model=None, weights=None, images=None, layers=None, crops=None,
     figs = _figures(out_dir, res)
     res["figures"] = figs
     res["markdown"] = str(out_dir / "GEOMETRY.md")
-    atomic_write_text(out_dir / "GEOMETRY.md", md + "".join(f"![{c}](figs/{n})\n\n*{c}*\n\n" for n, c in figs.items()))
+    atomic_write_text(out_dir / "GEOMETRY.md", md + "".join(f"![{c}]({n})\n\n*{c}*\n\n" for n, c in figs.items()))
     text = json.dumps(res, indent=1, ensure_ascii=False)
     atomic_write_text(out_dir / "geometry.json", text)
     if json_path not in (None, "-"):

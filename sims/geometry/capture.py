@@ -253,7 +253,7 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
     batch must carry the same ids in the same order: a mismatch, or one stream ending first, is a ValueError).
     """
     import torch
-    from tqdm import tqdm
+    from sims.progress import bar as progress_bar
 
     if not isinstance(models, dict) or not models:
         raise ValueError("models: expected a non-empty dict {key: torch.nn.Module}")
@@ -290,8 +290,8 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
         acc, reused = None, {}
         for m in models.values():
             m.eval()
-        bar = tqdm(total=total, desc=desc, unit="img", smoothing=0.1,
-                   disable=None if progress is None else not progress)
+        bar = progress_bar(total=total, desc=desc, unit="img", smoothing=0.1,
+                           disable=None if progress is None else not progress)
         pos = 0
         with torch.inference_mode(), bar:
             while True:
@@ -346,17 +346,22 @@ def capture_models(models: dict, batches, layers: dict, *, streams: dict | None 
 
 
 def check_memory(dims: dict, pairs: list, n_classes, max_memory: float) -> int:
-    """Bytes of the float64 accumulators (layer moments, class sums, pair cross-moments, staging), or a ValueError."""
+    """Bytes of the float64 accumulators (layer moments, class sums, pair cross-moments, staging), or a ValueError
+    when they exceed ``max_memory`` or the memory this machine has available (:func:`sims.resources.require`)."""
     k = int(n_classes or 0)
     layer = {n: 8 * ((p + 2) ** 2 + k * (2 * p + 2)) for n, p in dims.items()}
     pair = sum(8 * (dims[a] + 1) * (dims[b] + 1) for a, b in pairs)
     total = sum(layer.values()) + pair + 8 * Accumulator.STAGE * len(dims)
+    top = sorted(dims.items(), key=lambda kv: -kv[1])[:3]
+    hint = "capture fewer or pooled layers, or pairs=None (theorylab geometry --no-cka)"
     if total > max_memory:
-        top = sorted(dims.items(), key=lambda kv: -kv[1])[:3]
         raise ValueError(f"the accumulators would take {total / 2 ** 30:.1f} GiB (max_memory "
                          f"{max_memory / 2 ** 30:.1f} GiB): {len(dims)} layers, widest {top}, {len(pairs)} layer pairs "
-                         f"({pair / 2 ** 30:.1f} GiB); capture fewer or pooled layers, or pairs=None "
-                         "(theorylab geometry --no-cka)")
+                         f"({pair / 2 ** 30:.1f} GiB); {hint}")
+    from sims.resources import require
+
+    require(total, f"the geometry accumulators ({len(dims)} layers, widest {top}, {len(pairs)} layer pairs)",
+            hint=hint)
     return total
 
 

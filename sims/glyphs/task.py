@@ -172,6 +172,10 @@ class GlyphTask:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         K, S = self.n_classes, self.config.size
         N = K * per_class
+        from sims.resources import require
+
+        require(N * (4 * S * S + 16), f"glyph images: {K} classes × {per_class} per class at {S} × {S}",
+                hint="use fewer classes or images per class")
         X = np.empty((N, S, S), np.float32)
         face = np.empty(N, np.int64)
         y = np.repeat(np.arange(K, dtype=np.int64), per_class)

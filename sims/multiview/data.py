@@ -149,7 +149,15 @@ class HierarchicalMultiView:
         return 2 + torch.arange(self.n_fine)
 
     def dictionary(self, device="cpu", dtype=torch.float32) -> torch.Tensor:
-        """The orthonormal dictionary V (rows are features, FG Def 4.1)."""
+        """The orthonormal dictionary V (rows are features, FG Def 4.1); refused before it is made when its d × d
+        entries do not fit in the machine's memory (:func:`sims.resources.require`; the random one's QR runs on
+        the CPU)."""
+        if torch.device(device).type == "cpu" or self.dictionary_kind != "identity":
+            from sims.resources import require
+
+            item = torch.empty((), dtype=dtype).element_size()
+            require(self.d * self.d * (item if self.dictionary_kind == "identity" else 4 * 8),
+                    f"{type(self).__name__}.dictionary(): a {self.d} × {self.d} matrix", hint="use a smaller d")
         if self.dictionary_kind == "identity":
             return torch.eye(self.d, device=device, dtype=dtype)
         g = torch.Generator().manual_seed(self.dictionary_seed)
@@ -237,6 +245,12 @@ class HierarchicalMultiView:
                device="cpu", dtype=torch.float32) -> Batch:
         """n samples, n/n_fine per fine class; easy (B.1 item 5) or hard (item 6); X on ``device`` in ``dtype``."""
         device = torch.device(device)
+        if device.type == "cpu":  # X and its sampling temporaries, from the sizes alone
+            from sims.resources import require
+
+            item = torch.empty((), dtype=dtype).element_size()
+            require(2 * n * self.P * self.d * item, f"{type(self).__name__}.sample({n}): {n} × {self.P} patches × "
+                    f"d = {self.d}", hint="use a smaller d or fewer samples")
         y_fine = self._fine_labels(n, device)
         kinds, feat = self._feature_layout(n, y_fine, hard, generator, device)
         X = torch.randn(n, self.P, self.d, generator=generator, device=device, dtype=dtype).mul_(self.sigma_zeta)

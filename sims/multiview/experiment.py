@@ -170,7 +170,8 @@ def run_experiment(config: dict, device="cpu", progress=False, data_model=None) 
     """Run coarse and/or fine training of FG Eq 14–18 on one data model; return plain numbers.
 
     ``data_model``: any object satisfying :class:`sims.multiview.data.DataModel` (the sandbox); by default the
-    one named by ``config['model']``. ``progress``: True for a tqdm bar per training (shown on a terminal), or
+    one named by ``config['model']``. A config whose estimated peak memory does not fit
+    (:func:`sims.multiview.sizing.require_memory`) is refused before anything is allocated. ``progress``: True for a tqdm bar per training (shown on a terminal), or
     a callable called with 1 after every SGD step of every training (e.g. an outer bar's ``update``). Output: ``{"config", "c_b", "<training>": {"curves": {...lists},
     "final": {...}}, "summary": {coarse_easy_err, coarse_hard_err, fine_easy_err, fine_hard_err, hard_gap, ...},
     "seconds"}``.
@@ -188,6 +189,9 @@ def run_experiment(config: dict, device="cpu", progress=False, data_model=None) 
             if cfg[key] % data.n_fine:
                 raise ValueError(f"config key {key!r} = {cfg[key]} must be a multiple of the data model's "
                                  f"{data.n_fine} fine classes")
+    from sims.multiview.sizing import require_memory
+
+    require_memory(cfg, device)  # from the sizes alone, before any tensor: InsufficientMemory names the estimate
     dtype = getattr(torch, cfg["dtype"])
     c_b = resolved_c_b(cfg)
     t0 = time.perf_counter()

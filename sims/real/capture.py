@@ -199,7 +199,7 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
     Blocks returning tuples or dicts contribute their first tensor.
     """
     import torch
-    from tqdm import tqdm
+    from sims.progress import bar as progress_bar
 
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
@@ -236,8 +236,8 @@ def capture(model, batches: Iterable, layers=None, *, device: str = "cpu", keep=
     labels, preds, n, bar = [], [], 0, None
     try:
         with torch.inference_mode():
-            bar = tqdm(total=total, desc=desc, unit="img", smoothing=0.1,
-                       disable=None if progress is None else not progress)
+            bar = progress_bar(total=total, desc=desc, unit="img", smoothing=0.1,
+                               disable=None if progress is None else not progress)
             for batch in batches:
                 if isinstance(batch, (tuple, list)):
                     x, y = batch[0], (None if len(batch) < 2 else batch[1])

@@ -106,11 +106,16 @@ class ImageFiles:
 
     @property
     def key(self) -> str:
+        return f"{self.layout}:{self.content_key}"
+
+    @property
+    def content_key(self) -> str:
+        """The images alone (sorted names, sizes, modification times): the same whatever their labels."""
         h = hashlib.sha256()
-        for f in self.files:
+        for f in sorted(self.files):
             st = (self.root / f).stat()
             h.update(f"{f}:{st.st_size}:{int(st.st_mtime)}".encode())
-        return f"{self.layout}:{len(self.files)}:{h.hexdigest()[:16]}"
+        return f"{len(self.files)}:{h.hexdigest()[:16]}"
 
     def __len__(self) -> int:
         return len(self.files)
@@ -208,8 +213,17 @@ class EvalImages(torch.utils.data.Dataset):
         return x, int(self.files.labels[k]), k, ok
 
 
+def _canonical(files: ImageFiles) -> tuple[ImageFiles, np.ndarray]:
+    """The images in sorted order without labels (what a capture depends on), and the position in ``files`` of
+    each: so a capture is cached by model, weights and images, and changing only the labels reuses it."""
+    order = np.array(sorted(range(len(files.files)), key=lambda i: files.files[i]), dtype=np.int64)
+    canon = ImageFiles(root=files.root, files=[files.files[i] for i in order],
+                       labels=np.full(len(order), -1, dtype=np.int64), layout="images")
+    return canon, order
+
+
 def _chunk_dir(spec, files: ImageFiles, size: int, resize: int, chunk: int, keep_features: bool) -> Path:
-    params = {"version": VERSION, "model": spec.key, "images": files.key, "root": str(files.root.resolve()),
+    params = {"version": VERSION, "model": spec.key, "images": files.content_key, "root": str(files.root.resolve()),
               "size": size, "resize": resize, "chunk": chunk, "features": keep_features, "clf": spec.classifier}
     d = cache_dir() / f"imagenet-{key('imagenet', params)}"
     d.mkdir(parents=True, exist_ok=True)
@@ -229,16 +243,17 @@ def capture_folder(spec, files: ImageFiles, *, batch_size: int = 64, workers: in
 
     ``chunk`` images per cache file (rounded to a multiple of ``batch_size``); ``max_chunks`` stops after that
     many new chunks (used by the tests to simulate an interruption). Returns ``logits`` (N, C) float32,
-    ``features`` (N, d) float32, ``labels`` (N,) int (−1 unknown), ``index`` (N,) file indices, ``cov`` = E[f fᵀ]
-    of the logits merged from the chunks' moments, ``W``, ``b``, ``skipped`` (names of unreadable files),
-    ``complete``.
+    ``features`` (N, d) float32, ``labels`` (N,) int (−1 unknown; ``files.labels``, never from the cache),
+    ``index`` (N,) file indices, ``cov`` = E[f fᵀ] of the logits merged from the chunks' moments, ``W``, ``b``,
+    ``skipped`` (names of unreadable files), ``complete``. The cache is keyed by model, weights, images and
+    crop sizes, not by the labels: another labelling of the same folder reuses the capture.
     """
-    from tqdm import tqdm
-
-    from sims.real.capture import SecondMoment, capture
+    from sims.progress import bar as progress_bar
+    from sims.real.capture import capture
 
     if batch_size < 1:
         raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
+    labelled, (files, order) = files, _canonical(files)
     chunk = max(batch_size, (int(chunk) // batch_size) * batch_size)
     ds = EvalImages(files, spec.input_size, spec.normalize)
     cdir = _chunk_dir(spec, files, ds.size, ds.resize, chunk, keep_features)
@@ -257,8 +272,8 @@ def capture_folder(spec, files: ImageFiles, *, batch_size: int = 64, workers: in
                                              num_workers=workers, pin_memory=dev.type == "cuda",
                                              persistent_workers=False, prefetch_factor=4 if workers else None)
         it = iter(loader)
-        bar = tqdm(total=len(idx), unit="img", desc=f"capture {spec.name}", smoothing=0.1,
-                   disable=None if progress is None else not progress)
+        bar = progress_bar(total=len(idx), unit="img", desc=f"capture {spec.name}", smoothing=0.1,
+                           disable=None if progress is None else not progress)
         try:
             for c in todo:
                 n_c = min(len(files), (c + 1) * chunk) - c * chunk
@@ -290,7 +305,10 @@ def capture_folder(spec, files: ImageFiles, *, batch_size: int = 64, workers: in
         finally:
             bar.close()
             del it
-    return _merge(spec, files, cdir, n_chunks, keep_features)
+    out = _merge(spec, files, cdir, n_chunks, keep_features)
+    out["index"] = order[out["index"]]  # positions in the caller's list of files
+    out["labels"] = labelled.labels[out["index"]]
+    return out
 
 
 def _readable(path: Path) -> bool:

@@ -103,7 +103,8 @@ def _load_photographs() -> ImageSet:
 def folder(path, files=None) -> ImageSet:
     """Every image file in ``path`` (recursively; sub-folder names are not used as labels here), or only
     ``files`` (paths relative to ``path``, e.g. :func:`sims.real.imagenet.scan`'s list, whose labels it knows).
-    Names are the paths relative to ``path``; every image is decoded into memory (meant for small folders).
+    Names are the paths relative to ``path``; every image is decoded into memory (meant for small folders: the
+    pixels' size, read from the files' headers, is checked first by :func:`sims.resources.require`).
 
     Raises ValueError for a missing or empty folder, or one without any readable image.
     """
@@ -115,6 +116,12 @@ def folder(path, files=None) -> ImageSet:
     files = sorted(f for f in p.rglob("*") if f.is_file()) if files is None else [p / f for f in files]
     if not files:
         raise ValueError(f"images: folder {p} is empty")
+    from sims.real.sizing import decoded_bytes
+    from sims.resources import require
+
+    pixels = [f for f in files if f.suffix.lower() in IMAGE_SUFFIXES]
+    require(2 * decoded_bytes(pixels), f"decoding the {len(pixels)} image(s) of {p} into memory",
+            hint="use fewer or smaller images, or leave out --crops (one centre crop per image streams the folder)")
     names, images, skipped = [], [], []
     for f in files:
         if f.suffix.lower() not in IMAGE_SUFFIXES:

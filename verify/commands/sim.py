@@ -14,10 +14,11 @@ before the config is validated (``examples/multiview_d1000.toml`` uses them):
   evaluation interval (``EVAL_EVERY``), read at run time: every d trained as long as the fg checks' runs;
   ``steps_per_d``: T = round(steps_per_d · d) instead (T ∝ d).
 
-Before any work the run's cost is estimated from the flops of its steps and evaluations
-(:func:`estimate_cost`): on the CPU a run estimated longer than ``--max-cpu-minutes`` (default 30) is refused
-with the estimate (``--force`` runs it anyway); on CUDA one whose estimated memory exceeds the GPU's free memory
-is refused the same way.
+Before anything is allocated or written the run's cost is estimated from its sizes alone
+(:func:`estimate_cost`, :mod:`sims.multiview.sizing`): a run whose estimated peak memory exceeds the machine's
+available memory (on CUDA: the GPU's free memory) is refused with the estimate and the memory available; on the CPU
+a run estimated longer than ``--max-cpu-minutes`` (default 30) at the step rate measured on a bounded slice is
+refused with the estimate. ``--force`` runs it anyway.
 
 The run shows one progress bar on stderr (SGD steps of every training, with steps/s; ``-q`` silences it).
 ``--json PATH`` also writes the run's numbers as one JSON object (:func:`sim_json`); ``--json -`` prints it
@@ -32,6 +33,8 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+
+from sims import resources
 
 RULE_KEYS = ("regime", "m_coarse_fraction", "m_fine_fraction", "steps_per_d", "horizon")
 
@@ -118,11 +121,30 @@ def load_plan(path) -> dict:
         if "d" in raw:
             raise ValueError(f"{path}: d is set both in the config and in [sweep]")
         ds = sorted(set(sweep["d"]))
+    _misspelled(path, raw)
     try:
         configs = [validate_config(resolve_rules(raw, d)) for d in ds]
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return {"configs": configs, "sweep": sweep is not None, "ds": [c["d"] for c in configs]}
+
+
+def _misspelled(path, raw: dict) -> None:
+    """An unknown config key named with the closest known one ("did you mean 'steps'?")."""
+    from sims.multiview import models
+    from sims.multiview.experiment import DEFAULTS
+    from verify.sweep.schema import suggest
+
+    try:
+        own = list(models.resolve(raw.get("model", DEFAULTS["model"])).params)
+    except ValueError:
+        return  # validate_config names the model's problem
+    known = set(DEFAULTS) | set(own) | set(RULE_KEYS)
+    unknown = sorted(k for k in raw if k not in known)
+    if unknown:
+        raise ValueError(f"{path}: unknown config key {unknown[0]!r}{suggest(unknown[0], known)}"
+                         + (f" (and {unknown[1:]})" if len(unknown) > 1 else "")
+                         + f"; allowed keys: {sorted(DEFAULTS)}" + (f" and data model's {own}" if own else ""))
 
 
 def load_config(path) -> dict:
@@ -134,48 +156,26 @@ def load_config(path) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- cost estimate
-def estimate_cost(cfg: dict) -> dict:
-    """Flops and peak device memory of one :func:`run_experiment` of ``cfg`` (every training it asks for).
+from sims.multiview.sizing import estimate_cost  # noqa: E402,F401  (flops and peak memory from the sizes alone)
 
-    Flops per training: each step's two GEMMs, 4·N·P·d·C·m (Eq 17); each evaluation (every ``eval_every`` steps
-    and at the end) the forward pass on the easy and the hard test set, 2 · 2·n_test·P·d·C·m, and the growth
-    projection (W − W⁽⁰⁾)Vᵀ, 2·C·m·d²; once the lucky mask W⁽⁰⁾Vᵀ. Elementwise work is left out (it is memory-bound
-    and small beside the GEMMs at large C·m). Memory (float32, bytes), the largest training: W and W⁽⁰⁾ (8 bytes
-    per weight), three boolean masks (3), plus the largest temporary: the evaluation's pre-activations and their
-    ReLU (2·n_test·P·C·m·4), the growth projection (8 per weight), the step's ΔW and pre-activations, or the
-    end-of-training responses (Eq 10–11), which gather W for the 2k (class, feature) pairs: 2k·m·d·4 bytes, 8× W
-    itself for coarse training at k = 8 (the largest term at d = 1000).
-    """
-    k, d, P, N, n_test = cfg["k"], cfg["d"], cfg["P"], cfg["batch"], cfg["n_test"]
-    n_fine = 2 * k
-    out = {"trainings": {}, "flops": 0.0, "peak_bytes": 0.0}
-    n_eval = cfg["steps"] // cfg["eval_every"] + 2
-    for lab in cfg["trainings"]:
-        C = 2 if lab == "coarse" else n_fine
-        Cm = C * cfg[f"m_{lab}"]
-        step = 4.0 * N * P * d * Cm
-        evals = n_eval * (4.0 * n_test * P * d * Cm + 2.0 * Cm * d * d)
-        flops = cfg["steps"] * step + evals + 2.0 * Cm * d * d
-        m = cfg[f"m_{lab}"]
-        responses = 2 * k * m * (4.0 * d + 3 * 4.0 * 256)  # W gathered for the 2k (class, feature) pairs, z, relu
-        temp = max(2.0 * n_test * P * Cm * 4, 8.0 * Cm * d, 4.0 * Cm * d + 4.0 * N * P * Cm, responses)
-        mem = 11.0 * Cm * d + temp
-        out["trainings"][lab] = {"neurons": Cm, "flops_per_step": step, "flops": flops, "peak_bytes": mem}
-        out["flops"] += flops
-        out["peak_bytes"] = max(out["peak_bytes"], mem)
-    return out
+
+MEASURE_D = 65536          # the speed measurement's largest d: its arrays stay a few tens of MiB whatever d is
+MEASURE_WEIGHTS = 2 ** 22  # and its largest number of weights (2·m·d)
 
 
 def cpu_gflops(cfg: dict | None = None, seconds: float = 0.3) -> float:
     """GFLOP/s (the step's 4·N·P·d·C·m) of the trainer's own SGD step on one torch thread (its CPU setting),
-    measured now on a slice of the config's coarse network (m capped at 1024) at its d, P, batch."""
+    measured now on a slice of the config's coarse network at its P and batch: d capped at ``MEASURE_D``, m at
+    1024 and at ``MEASURE_WEIGHTS`` weights, so the measurement allocates a few tens of MiB whatever the config's
+    sizes (the rate of a GEMM-bound step changes little beyond these sizes)."""
     import torch
 
     from sims.multiview.learner import TwoLayerReLU
     from sims.multiview.train import torch_threads
 
     d, P, N = (cfg["d"], cfg["P"], cfg["batch"]) if cfg else (256, 16, 32)
-    m = min(cfg["m_coarse"], 1024) if cfg else 1024
+    d = min(d, MEASURE_D)
+    m = min(cfg["m_coarse"] if cfg else 1024, 1024, max(1, MEASURE_WEIGHTS // (2 * d)))
     with torch_threads(1):
         g = torch.Generator().manual_seed(0)
         net = TwoLayerReLU(2, m, d, sigma0=0.01, c_b=1.0, generator=g)
@@ -194,14 +194,25 @@ def _fmt_seconds(s: float) -> str:
 
 
 def preflight(configs, device, force: bool = False, max_cpu_minutes: float = 30.0) -> dict:
-    """The cost of the planned runs; ValueError (one line, with the estimate) if it should not start here."""
+    """The cost of the planned runs; ValueError (one line, with the estimate) if it should not start here.
+
+    Memory first, from the sizes alone (:func:`sims.multiview.sizing.require_memory`: the machine's available
+    memory on the CPU, the GPU's free memory on CUDA), then time: on the CPU a run estimated longer than
+    ``max_cpu_minutes`` at the rate :func:`cpu_gflops` measures on a bounded slice. ``force`` skips both."""
     import torch
+
+    from sims.multiview.sizing import require_memory
 
     costs = [estimate_cost(c) for c in configs]
     flops = sum(c["flops"] for c in costs)
     peak = max(c["peak_bytes"] for c in costs)
     info = {"flops": flops, "peak_bytes": peak, "device": str(device)}
     dev = torch.device(device)
+    biggest = configs[max(range(len(configs)), key=lambda i: costs[i]["peak_bytes"])]
+    mem = require_memory(biggest, dev, force=True if force else None, what="sim multiview")
+    info["available_bytes"] = mem["available_bytes"]
+    if dev.type == "cuda":
+        info.update(gpu_free_bytes=mem["available_bytes"], gpu_total_bytes=torch.cuda.mem_get_info(dev)[1])
     if dev.type == "cpu":
         if flops <= 1e9 * 60 * max_cpu_minutes:  # under the limit even at 1 GFLOP/s: nothing to measure
             info.update(estimated_seconds_at_most=flops / 1e9)
@@ -214,12 +225,6 @@ def preflight(configs, device, force: bool = False, max_cpu_minutes: float = 30.
                 f"{_fmt_seconds(info['estimated_seconds'])} at the {rate:.0f} GFLOP/s of the SGD step on one torch thread "
                 f"measured now "
                 f"(limit --max-cpu-minutes {max_cpu_minutes:g}); run it with --device cuda (docs/gpu.md), or --force")
-    elif dev.type == "cuda":
-        free, total = torch.cuda.mem_get_info(dev)
-        info.update(gpu_free_bytes=free, gpu_total_bytes=total)
-        if peak > free and not force:
-            raise ValueError(f"refused on {device}: estimated peak memory {peak / 2**30:.1f} GiB > "
-                             f"{free / 2**30:.1f} GiB free; use narrower widths, or --force")
     return info
 
 
@@ -267,12 +272,13 @@ def total_steps(configs) -> int:
 
 
 def run_sim(config_path, out_dir, device="cpu", figures: bool = True, force: bool = True,
-            max_cpu_minutes: float = 30.0, cache: bool = False, progress=True) -> dict:
+            max_cpu_minutes: float = 30.0, cache: bool = False, progress=True, cost: dict | None = None) -> dict:
     """Run the config's experiment(s) on ``device`` and write them to ``out_dir``. The cost check
     (:func:`preflight`) refuses a run too long for the CPU unless ``force`` (the default here: the command line
     passes ``force=False`` unless --force). ``cache``: through ``sims.cache`` (keyed by config, device and code),
     so a sweep point equal to an earlier single run is not trained twice. ``progress``: True (a bar per
-    training on a terminal), False, or a callable called with 1 after every SGD step."""
+    training on a terminal), False, or a callable called with 1 after every SGD step. ``cost``: the result of
+    :func:`preflight` when the caller has checked already."""
     from sims.cache import atomic_write_text
     from sims.multiview.experiment import cached_experiment
 
@@ -284,7 +290,8 @@ def run_sim(config_path, out_dir, device="cpu", figures: bool = True, force: boo
         return run(cfg, device=device, progress=progress)
 
     plan = load_plan(config_path)
-    cost = preflight(plan["configs"], device, force=force, max_cpu_minutes=max_cpu_minutes)
+    if cost is None:
+        cost = preflight(plan["configs"], device, force=force, max_cpu_minutes=max_cpu_minutes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not plan["sweep"]:
@@ -343,16 +350,17 @@ def sim_json(done: dict) -> dict:
 
 
 class _LazyBar:
-    """A tqdm bar drawn from the first step on (a run refused by the cost check prints nothing but its line)."""
+    """A progress bar (:func:`sims.progress.bar`: tqdm on a terminal, one line at the end elsewhere) drawn from
+    the first step on (a run refused by the cost check prints nothing but its line)."""
 
     def __init__(self, **kw):
         self.kw, self.bar = kw, None
 
     def update(self, n: int = 1) -> None:
         if self.bar is None:
-            from tqdm import tqdm
+            from sims.progress import bar
 
-            self.bar = tqdm(**self.kw)
+            self.bar = bar(mininterval=0.5, dynamic_ncols=True, **self.kw)
         self.bar.update(n)
 
     def close(self) -> None:
@@ -371,21 +379,23 @@ def cmd_sim(args) -> int:
     if args.json and not to_stdout:
         prepare_file(args.json, "--json")
     human = sys.stderr if to_stdout else sys.stdout
+    try:
+        plan = load_plan(args.config)
+        # memory and time from the sizes alone, before the output folder is made or anything is allocated
+        cost = preflight(plan["configs"], args.device, force=args.force, max_cpu_minutes=args.max_cpu_minutes)
+    except ValueError as exc:
+        print(f"theorylab sim: error: {exc}", file=sys.stderr)
+        return 2
     if Path(args.out).parent.name == "report":  # the default report/sim_multiview: mark report/ as theorylab's
         from verify.api import adopt_report_dir
 
         adopt_report_dir(Path(args.out).parent)
     prepare_dir(args.out, "--out")
+    bar = _LazyBar(total=total_steps(plan["configs"]), desc=f"sim {args.model}", unit="step", disable=args.quiet)
     try:
-        plan = load_plan(args.config)
-    except ValueError as exc:
-        print(f"theorylab sim: error: {exc}", file=sys.stderr)
-        return 2
-    bar = _LazyBar(total=total_steps(plan["configs"]), desc=f"sim {args.model}", unit="step", file=sys.stderr,
-                   disable=args.quiet, mininterval=0.5, dynamic_ncols=True)
-    try:
-        done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
-                       max_cpu_minutes=args.max_cpu_minutes, cache=args.cache, progress=bar.update)
+        with resources.forced(args.force):  # --force reaches the run's own checks (data model, experiment)
+            done = run_sim(args.config, args.out, device=args.device, figures=not args.no_figs, force=args.force,
+                           max_cpu_minutes=args.max_cpu_minutes, cache=args.cache, progress=bar.update, cost=cost)
     except ValueError as exc:
         bar.close()
         print(f"theorylab sim: error: {exc}", file=sys.stderr)

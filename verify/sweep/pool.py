@@ -8,7 +8,8 @@ that point up to ``tries`` times in all, and then reports it ``crashed`` (with t
 the sweep ends and a rerun does not try it again unless asked (``retry_failed``).
 
 Workers are started with the *spawn* method (safe with torch, numba and threads), ignore Ctrl-C (the sweep
-process handles it and terminates them), and say "ready" once imported: a worker that dies before that is
+process handles it and terminates them; SIGTERM exits through Python, so no named semaphore is left behind for
+multiprocessing's resource tracker to warn about), and say "ready" once imported: a worker that dies before that is
 a start-up failure (typically a script without ``if __name__ == "__main__":``), raised as RuntimeError
 rather than charged to a point.
 """
@@ -21,8 +22,20 @@ import time
 from multiprocessing.connection import wait
 
 
+def _stop(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def _worker(conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # terminated (a sweep interrupted by Ctrl-C): exit through Python, so multiprocessing's finalizers unlink and
+    # unregister the semaphores this process made, and the resource tracker has nothing to warn about
+    signal.signal(signal.SIGTERM, _stop)
+    import threading
+
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())  # tqdm's default lock is a multiprocessing semaphore (spawn: a named one)
     from verify.sweep.task import run_point
 
     conn.send(("ready", None))

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from verify.sweep import experiments
+from sims import resources
+from verify.sweep import budget, experiments
 from verify.sweep.backends import connect_dask, make_backend, parse_scheduler
-from verify.sweep.plot import check_plot, plot as draw_plot
+from verify.sweep.plot import check_plot, default_spec, plot as draw_plot
 from verify.sweep.points import _check_value, derive_seed, expand_points, point_key
 from verify.sweep.store import FolderLock, Store, log, read_point
 from verify.sweep.summary import write_summary
@@ -61,7 +62,7 @@ class SweepResult:
 def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: int = 0,
               retry_failed: bool = False, workers: int | None = None, progress: bool = True,
               plot: dict | None = None, connect_timeout: float = 5.0, name: str | None = None,
-              wait: float | None = 0.0, tries: int = 2, plugins=()) -> SweepResult:
+              wait: float | None = 0.0, tries: int = 2, plugins=(), force: bool = False) -> SweepResult:
     """Run (or resume) a sweep of ``experiment`` over ``points`` into ``out_dir``.
 
     ``points``: a list of parameter dicts or a grid spec (see :func:`expand_points`). ``scheduler``:
@@ -72,7 +73,9 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     many local workers a point may kill before it is recorded ``crashed``. ``plugins``: modules to import first
     (their experiments and data models join the built-in ones; :mod:`verify.plugins`); a worker imports the
     plugin modules its points need (the module that registered the experiment or data model) before running
-    them. Returns a :class:`SweepResult`.
+    them. ``force``: run points whose estimated memory does not fit this machine (:mod:`verify.sweep.budget`:
+    otherwise refused before anything is written; the local pool runs only as many points at once as fit).
+    Returns a :class:`SweepResult`.
     """
     from verify import plugins as _plugins
 
@@ -88,7 +91,7 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0):
         raise ValueError(f"wait must be a number of seconds >= 0 or None, got {wait!r}")
     sched = parse_scheduler(scheduler)
-    plot_spec = check_plot(exp, {**exp.plot, **(plot or {})}, pts)
+    plot_spec = check_plot(exp, default_spec(exp, plot, pts), pts)
     records = []
     seen = {}
     imports: set = set()  # the plugin modules the points need (imported by the workers)
@@ -102,14 +105,23 @@ def run_sweep(experiment: str, points, out_dir, scheduler: str = "local", seed: 
         seen[key] = len(records)
         records.append({"key": key, "params": p, "seed": s, "status": "pending"})
 
+    # memory from the parameters alone, for the points that will run, before anything is written
+    todo = [r for r in records if not _finished(Path(out_dir), exp, r, retry_failed)]
+    workers = budget.check(exp, todo, sched, workers, force=force or None)["workers"]
     client = connect_dask(sched, connect_timeout) if sched.startswith(("tcp://", "tls://")) else None
     try:
-        with FolderLock(Path(out_dir), wait):
+        with FolderLock(Path(out_dir), wait), resources.forced(force):  # workers inherit --force
             return _execute(exp, records, Path(out_dir), sched, client, seed, retry_failed, workers, progress,
                             plot_spec, name, tries, sorted(imports))
     finally:
         if client is not None:
             client.close()
+
+
+def _finished(out: Path, exp, rec: dict, retry_failed: bool) -> bool:
+    """Whether the point has a valid file that this run keeps (done; failed or crashed unless retried)."""
+    old, _problem = read_point(out / "points" / f"{rec['key']}.json", exp, rec)
+    return old is not None and (old["status"] == "done" or not retry_failed)
 
 
 def _plugin_code(exp, params: dict, imports: set) -> str:

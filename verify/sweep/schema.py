@@ -78,6 +78,14 @@ class Param:
         return f"{text} (default {self.default!r})"
 
 
+def suggest(name, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a misspelled ``name``, else ``''``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def check_replicate(experiment: str, v):
     if isinstance(v, bool) or not isinstance(v, (numbers.Integral, str)):
         raise ValueError(f"experiment {experiment!r}: {REPLICATE!r} (a seeds label) must be an integer or a "
@@ -95,7 +103,10 @@ class Experiment:
     the scalar result fields a plot may name (fnmatch patterns, dotted for nested dicts:
     ``summary.*``). ``plot``: default summary plot axes ``x``, ``y`` and optional ``hue``. ``seed_param``:
     the implementation's own seed parameter, not filled in by default, so a point without it runs with its
-    derived seed and a point that sets it (a caller owning its seeds) keeps it.
+    derived seed and a point that sets it (a caller owning its seeds) keeps it. ``estimate(params) -> {"bytes",
+    "flops" (optional)}``: the memory (and work) of one point from its parameters alone, checked before any point
+    runs (:mod:`verify.sweep.budget`; None: not estimated). ``summary``: the headline result fields of
+    summary.md (fnmatch patterns, dotted; empty: every scalar field of ``results``).
     """
 
     name: str
@@ -109,6 +120,8 @@ class Experiment:
     version: str = "1"
     plot: dict = dataclasses.field(default_factory=dict)
     seed_param: str | None = None
+    estimate: Callable[[dict], dict] | None = None
+    summary: tuple = ()
 
     def param_names(self, point: dict | None = None) -> list[str]:
         """The parameter names (``names(point)``: they may depend on the point, e.g. on its data model)."""
@@ -123,8 +136,8 @@ class Experiment:
         names = self.param_names(given)
         unknown = [k for k in given if k not in names]
         if unknown:
-            raise ValueError(f"experiment {self.name!r} has no parameter {unknown[0]!r}; its parameters are: "
-                             f"{', '.join(sorted(names))} (and {REPLICATE!r})")
+            raise ValueError(f"experiment {self.name!r} has no parameter {unknown[0]!r}{suggest(unknown[0], names)}; "
+                             f"its parameters are: {', '.join(sorted(names))} (and {REPLICATE!r})")
         if self.params is not None:
             out = {k: p.default for k, p in self.params.items() if k != self.seed_param}
             out.update({k: self.params[k].check(self.name, k, v) for k, v in given.items()})
