@@ -13,21 +13,21 @@ def _arrays(acc_easy, acc_hard, n=400, seed=0):
     rng = np.random.default_rng(seed)
     hard = np.arange(n) % 2 == 0
     out = {}
-    for lv, (e, h) in zip(("script", "base", "fine"), zip(acc_easy, acc_hard)):
+    for lv, (e, h) in zip(("script", "k3", "k7", "fine"), zip(acc_easy, acc_hard)):
         u = rng.random(n)
         out[lv] = np.where(hard, u < h, u < e)
     return out, hard
 
 
 def test_judge_holds_when_accuracy_grows_most_on_hard_samples():
-    c, hard = _arrays((0.9, 0.93, 0.95), (0.4, 0.7, 0.8))
+    c, hard = _arrays((0.9, 0.92, 0.93, 0.95), (0.4, 0.6, 0.7, 0.8))
     assert G.judge_granularity(c, hard)["holds"]
 
 
 def test_judge_fails_without_growth_or_when_the_gain_is_on_easy_samples():
-    c, hard = _arrays((0.9, 0.9, 0.9), (0.6, 0.6, 0.6))
+    c, hard = _arrays((0.9, 0.9, 0.9, 0.9), (0.6, 0.6, 0.6, 0.6))
     assert not G.judge_granularity(c, hard)["holds"]
-    c, hard = _arrays((0.5, 0.8, 0.95), (0.8, 0.8, 0.82))
+    c, hard = _arrays((0.5, 0.7, 0.8, 0.95), (0.8, 0.8, 0.81, 0.82))
     v = G.judge_granularity(c, hard)
     assert v["miss"]["largest on hard"] > 1 and not v["holds"]
 
@@ -50,10 +50,11 @@ def test_clustered_se_equals_the_se_of_class_means_for_equal_classes():
 def test_judge_refutes_only_a_reversal_shown_at_two_clustered_se():
     cls = np.repeat(np.arange(40), 10)
     hard = cls % 2 == 0
-    flat = {lv: np.random.default_rng(k).random(400) < 0.8 for k, lv in enumerate(("script", "base", "fine"))}
+    flat = {lv: np.random.default_rng(k).random(400) < 0.8 for k, lv in enumerate(("script", "k3", "k7", "fine"))}
     v = G.judge_granularity(flat, hard, groups=cls)
     assert not v["holds"] and not v["refuted"]           # no gain, no reversal: undecided
-    worse = {"script": np.ones(400, bool), "base": np.ones(400, bool), "fine": np.arange(400) % 3 != 0}
+    worse = {"script": np.ones(400, bool), "k3": np.ones(400, bool), "k7": np.ones(400, bool),
+             "fine": np.arange(400) % 3 != 0}
     v = G.judge_granularity(worse, hard, groups=cls)
     assert v["refuted"] and v["total"][0] < -2 * v["total"][1]
 
@@ -91,9 +92,31 @@ def test_quick_run_with_its_controls(tmp_path):
 
 def test_a_probe_far_below_the_networks_own_head_fails():
     """Sanity of the probe: on the script network's features the script probe must be near the network's own head."""
-    ok = {"script": np.ones(100, bool) & (np.arange(100) % 10 != 0), "base": np.ones(100, bool), "fine": np.ones(100, bool)}
-    G.probe_sane(ok, {"script": 0.92, "base": 0.8, "fine": 0.8})            # 0.90 vs 0.92: fine
-    broken = dict(ok, script=np.arange(100) % 30 == 0)                      # 0.04: a probe on misaligned labels
+    ok = {"script": np.ones(100, bool) & (np.arange(100) % 10 != 0), "fine": np.ones(100, bool)}
+    G.probe_sane(ok, {"script": 0.92, "fine": 0.8})            # 0.90 vs 0.92: fine
+    broken = dict(ok, script=np.arange(100) % 30 == 0)         # 0.04: a probe on misaligned labels
     with pytest.raises(ValueError, match="probe is broken"):
-        G.probe_sane(broken, {"script": 0.87, "base": 0.8, "fine": 0.8})
-    G.probe_sane(broken, {"script": 0.87, "base": 0.8, "fine": 0.8}, truth_is_planted=True)  # the negative control
+        G.probe_sane(broken, {"script": 0.87, "fine": 0.8})
+    G.probe_sane(broken, {"script": 0.87, "fine": 0.8}, truth_is_planted=True)  # the negative control
+
+
+def test_pooled_networks_carry_their_spread_and_refute_only_a_shown_reversal():
+    """FG's claim is about networks: the pooled SE is the networks' spread (floored by their own SEs), t on 2 df."""
+    def net(total, se=0.01, hme=0.0):
+        return {"total": (total, se), "steps": {"a→b": (total / 2, se)}, "hard_minus_easy": (hme, se)}
+    agree = G.pooled([net(-0.06), net(-0.07), net(-0.05)])
+    assert agree["refuted"] and agree["total"][1] == pytest.approx(0.01 / np.sqrt(3))
+    spread = G.pooled([net(-0.06), net(+0.08), net(-0.05)])   # one network reverses: the spread swamps the mean
+    assert not spread["refuted"] and spread["total"][1] > 0.04
+    grows = G.pooled([net(0.05, hme=0.02), net(0.06, hme=0.03), net(0.055, hme=0.025)])
+    assert grows["holds"]
+
+
+def test_outside_fgs_stated_conditions_a_reversal_is_a_finding_not_a_refutation():
+    """FG App A.1: finer labels help with enough images per subclass and labels aligned with the target; the regime
+    carries both, measured, so the registry's regime rule can read it."""
+    h = {"hard": np.arange(105) < 52}
+    reg = G.regime(False, h)
+    assert [v["holds"] for v in reg.values()] == [False, False]
+    assert "24 per code point" in next(iter(reg.values()))["measured"]
+    assert G.regime(False, {"hard": np.arange(105) < 10})[list(reg)[1]]["holds"]

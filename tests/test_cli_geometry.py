@@ -210,20 +210,54 @@ def test_default_model_on_the_photographs(tmp_path):
     assert "EfficientNet-Lite0" in res["model"]
 
 
-def test_default_layers_are_the_blocks_of_the_longest_sequential_and_the_output():
+def test_default_layers_are_the_top_level_stages_end_to_end_and_the_output():
+    """Stages from the first to the last (not only the members of the longest Sequential, which skipped block1 and
+    block2 of a three-stage network); parameter-free glue (ReLU, pooling) left out; a ModuleList's members (it is
+    never called itself) one by one; a single-child wrapper looked through; at most 24, spread evenly."""
     import torch
+    from torch import nn
 
-    from verify.geometry_report import default_layers
+    from verify.geometry_report import MAX_DEFAULT_LAYERS, default_layers
 
-    class Net(torch.nn.Module):
+    def block(n=5):
+        return nn.Sequential(*[nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU()) for _ in range(n)])
+
+    class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = torch.nn.Linear(3, 4)
-            self.blocks = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(5)])
-            self.head = torch.nn.Linear(4, 2)
+            self.stem, self.relu = nn.Conv2d(3, 4, 3), nn.ReLU()
+            self.block1, self.pool1, self.block2, self.block3 = block(), nn.MaxPool2d(2), block(), block(7)
+            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2))
 
-    assert default_layers(Net()) == ["blocks.0", "blocks.1", "blocks.2", "blocks.3", "blocks.4", "output"]
-    assert default_layers(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())) == ["0", "1", "output"]
+        def forward(self, x):
+            x = self.pool1(self.block1(self.relu(self.stem(x))))
+            return self.head(self.block3(self.block2(x)))
+
+    assert default_layers(Net()) == ["stem", "block1", "block2", "block3", "head", "output"]
+
+    class Transformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(3, 4)
+            self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+            self.head = nn.Linear(4, 2)
+
+    assert default_layers(Transformer()) == ["embed", "blocks.0", "blocks.1", "blocks.2", "head", "output"]
+    assert default_layers(nn.Sequential(nn.Linear(2, 2), nn.ReLU())) == ["0", "output"]
+
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(*[nn.Linear(2, 2) for _ in range(40)])
+
+    deep = default_layers(Wrapped())
+    assert len(deep) == MAX_DEFAULT_LAYERS + 1 and deep[0] == "net.0" and deep[-2] == "net.39"
+    assert deep[-1] == "output" and len(set(deep)) == len(deep)
+    # the stages resolve and a capture runs through them (no ModuleList that is never called)
+    from sims.geometry import capture
+
+    st = capture(Net(), [torch.randn(6, 3, 12, 12)], default_layers(Net()), device="cpu")
+    assert list(st.meta["layers"]) == ["stem", "block1", "block2", "block3", "head", "output"]
 
 
 def test_markdown_flags_layers_wider_than_the_sample_and_lists_undefined_metrics():
@@ -247,3 +281,28 @@ def test_glyph_network_from_the_command_line(tmp_path):
     assert isinstance(res["metrics"]["fc1"]["nc1"], float) and res["metrics"]["output"]["p"] == 5
     r = _cli(tmp_path, "--glyphs", "5", "--images", ".", "--out", "g2", "-q")
     assert r.returncode == 2 and "--glyphs replaces --model and --images" in r.stderr
+
+
+def test_report_links_resolve_unreadable_images_are_named_and_a_failing_factory_leaves_nothing(setup):
+    """GEOMETRY.md's figure links point at the written files (not figs/figs/...); an unreadable image is named in
+    one clean warning line (no Python UserWarning form), in the report and in the JSON, and the others are
+    captured; a model factory that raises leaves no output folder behind."""
+    from tests.test_user_path import assert_links_resolve, markdown_links
+
+    t = setup
+    (t / "imgs" / "ants" / "broken.png").write_bytes(b"not a png")
+    r = _cli(t, "--model", "geonet:make", "--images", "imgs", "--input-size", "32", "--workers", "0",
+             "--out", "lk", "--json", "lk.json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(markdown_links(t / "lk" / "GEOMETRY.md")) == ["figs/geometry_cka.png", "figs/geometry_curves.png"]
+    assert_links_resolve(t / "lk" / "GEOMETRY.md")
+    warned = [ln for ln in r.stderr.splitlines() if "unreadable" in ln]
+    assert warned == ["theorylab geometry: warning: images: skipped 1 unreadable file(s): ants/broken.png"]
+    assert "UserWarning" not in r.stderr and "warnings.warn" not in r.stderr
+    res = json.loads((t / "lk.json").read_text())
+    assert res["skipped"] == ["ants/broken.png"] and res["n_samples"] == 18
+    assert "skipped 1 unreadable file(s): ants/broken.png" in (t / "lk" / "GEOMETRY.md").read_text()
+    (t / "failing.py").write_text("def make():\n    raise RuntimeError('planted: no model')\n")
+    r = _cli(t, "--model", "failing:make", "--images", "imgs", "--out", "never")
+    assert r.returncode == 2 and "planted: no model" in r.stderr
+    assert not (t / "never").exists()

@@ -236,3 +236,18 @@ def test_figures_draw(tmp_path):
     for fid in ("nd.new_categories_accuracy", "nd.regularizer_trajectory"):
         out = figreg.render(figs[fid], tmp_path, quick=True)
         assert out["png"].stat().st_size > 10_000 and out["pdf"].exists()
+
+
+def test_tab4_rule_and_its_tolerance_text_agree():
+    """The rule the judge applies (gain_test's verdict) and the text the report prints come from one table: a
+    rejection at α refutes whatever the power (power 0.24 here), a non-rejection holds only with power ≥ 0.8."""
+    from verify import registry
+    from verify.checks import nd_training as T
+
+    cases = {"refuted": T.gain_test(-5.25, 1.83, 99), "holds": T.gain_test(1.9, 0.3, 99),
+             "cannot tell": T.gain_test(0.5, 1.5, 99)}
+    assert cases["refuted"]["power"] < T.POWER_MIN  # rejected at low power: still a refutation, as the text says
+    for verdict, t in cases.items():
+        assert t["verdict"] == verdict
+        case = next(c for c, v in T.TAB4_RULE if v == verdict)
+        assert f"{case} → {verdict}" in registry.discover()["nd.new_categories"].tolerance

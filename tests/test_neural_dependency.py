@@ -121,3 +121,55 @@ def test_dependencies_auto_kind_and_its_errors():
         nd.dependencies(F, 1, rho=0.3, cross=np.zeros(4), g_sq=1.0)
     with pytest.raises(ValueError, match="logits: need at least 2 samples, got 1"):
         nd.dependencies(F[:1], 1, rho=0.3)
+
+
+def test_spread_relative_error_can_fail_where_the_abs_relative_one_cannot():
+    """Logits sharing a large offset (every glyph logit ≈ −37): a constant prediction has |f|-relative error 0.03
+    (Table 1's 0.3 passed whatever the fit) but spread-relative error ≈ 1 (the fit does no better than a constant)."""
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(500, 6)) - 37.0
+    y = F.argmax(1)
+    theta = np.zeros(6)
+    theta[0] = -1.0
+    theta[1] = F[:, 0].mean() / F[:, 1].mean()  # predicts f_0 by a constant multiple of f_1 ≈ the mean of f_0
+    m = nd.replaced_logit_metrics(F, y, 0, theta)
+    assert m["rel_err"] < 0.05 and m["spread_rel_err"] > 0.9
+    exact = F.copy()
+    exact[:, 0] = 0.7 * F[:, 1] + 0.3 * F[:, 2]
+    m2 = nd.replaced_logit_metrics(exact, exact.argmax(1), 0, [-1.0, 0.7, 0.3, 0, 0, 0])
+    assert m2["spread_rel_err"] < 1e-12 and m2["support"] == 2
+
+
+def test_many_pairs_equal_one_pair_at_a_time_with_bias_and_between_networks():
+    """replaced_logit_metrics_many (top-2 argmax, O(N) per pair) against the plain function, pair by pair: within a
+    network with a classifier bias, between two networks (g's column replaced), with and without labels."""
+    rng = np.random.default_rng(3)
+    N, n = 400, 9
+    F = rng.normal(size=(N, n)) * rng.uniform(0.5, 3, n) + rng.normal(size=(N, 1))
+    G = F @ rng.normal(size=(n, n)) * 0.3 + rng.normal(size=(N, n))
+    b = rng.normal(size=n)
+    y = rng.integers(0, n, N)
+    pairs = [(i, rng.normal(size=n) * (rng.random(n) < 0.4)) for i in range(n) for _ in range(3)]
+    for labels in (y, None):
+        for E, off in ((None, b), (G, None), (G, b)):
+            many = nd.replaced_logit_metrics_many(F, labels, pairs, offset=off, evaluated=E)
+            for (i, th), m in zip(pairs, many):
+                ref = nd.replaced_logit_metrics(F, labels, i, th, evaluated=E, offset=off)
+                for k, v in ref.items():
+                    assert (m[k] == v) if v is None or isinstance(v, int) else m[k] == pytest.approx(v, rel=1e-12), k
+
+
+def test_between_all_equals_covlasso_on_each_mixed_covariance():
+    """between_all (one validation, a reused buffer) against covlasso on mixed_cov for every target (ND Sec 2.4)."""
+    from theory.covlasso import covlasso
+
+    rng = np.random.default_rng(5)
+    N, n = 300, 7
+    F = rng.normal(size=(N, 4)) @ rng.normal(size=(4, n)) + 0.1 * rng.normal(size=(N, n))
+    G = F @ rng.normal(size=(n, n)) * 0.5 + 0.05 * rng.normal(size=(N, n))
+    cov_f, cross, g_sq = F.T @ F / N, F.T @ G / N, (G * G).sum(0) / N
+    for rho in (0.3, 0.05):
+        Th = nd.between_all(cov_f, cross, g_sq, rho)
+        for i in range(n):
+            ref = covlasso(nd.mixed_cov(cov_f, cross, g_sq[i], i), i, rho=rho)
+            assert np.allclose(Th[i], ref, rtol=0, atol=1e-12), (rho, i)

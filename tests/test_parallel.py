@@ -226,7 +226,7 @@ def _scheduled(monkeypatch, found, jobs):
         with lock:
             running[0] -= 1
 
-    def run_prep(p):
+    def run_prep(p, *a):
         task("prep", p.label)
         return p.label, 0.0, None
 

@@ -56,6 +56,27 @@ def test_refuted_and_reported():
     assert registry.run_check(rep, Context()).status == "reported"
 
 
+def test_a_claim_missed_outside_the_papers_stated_conditions_is_a_finding_not_a_refutation():
+    """The regime rule: a run that does not hold while a condition the paper states for the claim fails in the
+    setup (Result.regime) is undecided (reported), naming the condition; with every condition met it refutes."""
+    def run(conds):
+        def cmp(c, p, positive=False):
+            return Result(1.0, 0.0, positive, finding="x", regime=conds)
+        chk = make(cmp)
+        chk.positive_control = "data where the claim holds"
+        return registry.run_check(chk, Context())
+
+    met = {"images per subclass not too limited (FG App A.1)": {"measured": 500, "holds": True}}
+    assert run(met).status == "refuted"
+    unmet = {**met, "fine labels well aligned (FG App A.1)": {"measured": "52 of 105 classes lack it",
+                                                               "holds": False}}
+    out = run(unmet)
+    assert out.status == "reported" and "outside the paper's stated conditions" in out.finding
+    assert "well aligned" in out.finding and "52 of 105" in out.finding
+    bad = run({"x": {"measured": 1}})  # a condition without its verdict is a broken check, not a silent pass
+    assert bad.status == "fail" and "Result.regime" in bad.error
+
+
 def test_non_bool_holds_is_a_broken_check():
     out = registry.run_check(make(lambda c, p: Result(1.0, 0.0, "yes")), Context())
     assert out.status == "fail"

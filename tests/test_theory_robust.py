@@ -264,6 +264,13 @@ TABLE: dict[str, Entry] = {
         "F": slot(F4, "features", "logits", "labels", "theta", *ONE_COLUMN), "labels": slot(Y40, "labels", "labels"),
         "i": slot(1, "int", "i"), "theta": slot([0.1, -1.0, 0.2, 0.3], "array", "theta"),
         "evaluated": slot(None, "features", "evaluated")}, inf_ok=True),
+    "neural_dependency.replaced_logit_metrics_many": Entry(nd.replaced_logit_metrics_many, {
+        "F": slot(F4, "features", "logits", "labels", "theta", "evaluated", *ONE_COLUMN),
+        "labels": slot(Y40, "labels", "labels"), "thetas": slot([(1, [0.1, -1.0, 0.2, 0.3])], None),
+        "offset": slot(None, "array", "offset"), "evaluated": slot(None, "features", "evaluated")}, inf_ok=True),
+    "neural_dependency.between_all": Entry(nd.between_all, {
+        "cov_f": slot(C3, "cov", "cov_f", "cross_fg"), "cross_fg": slot(0.5 * C3, "array", "cross_fg"),
+        "g_sq": slot([1.0, 1.0, 1.0], "array", "g_sq"), "rho": slot(0.2, "real", "rho")}),
     "neural_dependency.dependencies": Entry(nd.dependencies, {
         "cov_or_logits": slot(F4, "features", "cov_or_logits", "logits", "cov", *ONE_COLUMN), "i": slot(1, "int", "i"),
         "lam": slot(None, None), "rho": slot(0.2, "real", "rho"),
@@ -409,6 +416,73 @@ TABLE.update({
                                       "n_classes": slot(3, "int", "n_classes", "y")}),
 })
 
+# theory.geometry: kernel CKA, random features, CCA, RSA, LiDAR
+GZ = rng0.standard_normal((6, 3, 4))
+GV = geo.rdm(GX)
+
+
+def _rff(n_x_features, n_y_features, sigma_x, sigma_y, n_components, seed):
+    return repr(geo.RBFFeatureCKA(n_x_features, n_y_features, sigma_x, sigma_y, n_components, seed))
+
+
+def _rff_update(X, Y):
+    return geo.RBFFeatureCKA(3, 2, 1.0, 1.0, n_components=8).update(X, Y).cka()
+
+
+def _kernel_args(estimators=("song", "lange")):
+    return {"X": slot(GX, "features", "X"), "Y": slot(GY, "features", "Y", "X"),
+            "kernel": slot("rbf", st.deferred(lambda: string_values("linear")), "kernel"),
+            "sigma": slot("median", st.one_of(st.deferred(real_values), st.deferred(
+                lambda: string_values("kornblith", "ckatorch"))), "sigma", "X", "Y"),
+            "scale": slot(1.0, "real", "scale", "X", "Y"),
+            "estimator": slot("gretton", st.deferred(lambda: string_values(*estimators)), "estimator", "X")}
+
+
+CCA_XY = {"X": slot(GX, "features", "X", "Y"), "Y": slot(GY, "features", "Y", "X")}
+TABLE.update({
+    "geometry.kernel_cka": Entry(geo.kernel_cka, _kernel_args()),
+    "geometry.kernel_hsic": Entry(geo.kernel_hsic, _kernel_args()),
+    "geometry.median_bandwidth": Entry(geo.median_bandwidth, {
+        "X": slot(GX, "features", "X"),
+        "convention": slot("median", st.deferred(lambda: string_values("kornblith", "ckatorch")), "convention")}),
+    "geometry.RBFFeatureCKA": Entry(_rff, {"n_x_features": slot(3, "int", "n_x_features"),
+                                           "n_y_features": slot(2, "int", "n_y_features"),
+                                           "sigma_x": slot(1.0, "real", "sigma_x"),
+                                           "sigma_y": slot(1.0, "real", "sigma_y"),
+                                           "n_components": slot(8, "int", "n_components"),
+                                           "seed": slot(0, "int", "seed")}),
+    "geometry.RBFFeatureCKA.update": Entry(_rff_update, {"X": slot(GX, "features", "X"),
+                                                         "Y": slot(GY, "features", "Y", "X")}),
+    "geometry.rbf_cka_rff": Entry(geo.rbf_cka_rff, {**CCA_XY, "sigma_x": slot(1.0, "real", "sigma_x", "X"),
+                                                   "sigma_y": slot(1.0, "real", "sigma_y", "Y"),
+                                                   "n_components": slot(8, "int", "n_components", "X", "Y"),
+                                                   "seed": slot(0, "int", "seed"),
+                                                   "debiased": slot(False, "bool", "debiased", "X", "Y")}),
+    "geometry.canonical_correlations": Entry(geo.canonical_correlations, {**CCA_XY,
+                                                                          "tol": slot(None, "real", "tol")}),
+    "geometry.mean_cca": Entry(geo.mean_cca, {**CCA_XY, "summary": slot(
+        "pillai", st.deferred(lambda: string_values("yanai")), "summary")}),
+    "geometry.svcca": Entry(geo.svcca, {**CCA_XY, "keep": slot(0.99, "real", "keep")}),
+    "geometry.pwcca": Entry(geo.pwcca, {**CCA_XY, "side": slot("x", st.deferred(lambda: string_values("y", "both")),
+                                                               "side")}),
+    "geometry.rdm": Entry(geo.rdm, {"X": slot(GX, "features", "X"), "metric": slot(
+        "sqeuclidean", st.deferred(lambda: string_values("euclidean", "correlation", "cosine")), "metric")}),
+    "geometry.compare_rdms": Entry(geo.compare_rdms, {
+        "a": slot(GV, "array", "a"), "b": slot(geo.rdm(GX[:, ::-1] ** 2), "array", "b"),
+        "method": slot("cosine", st.deferred(lambda: string_values("corr", "cosine_cov", "corr_cov", "spearman")),
+                       "method")}),
+    "geometry.rsa": Entry(geo.rsa, {**CCA_XY, "metric": slot(
+        "sqeuclidean", st.deferred(lambda: string_values("correlation", "cosine")), "metric"),
+        "method": slot("corr_cov", st.deferred(lambda: string_values("cosine", "spearman")), "method")}),
+    "geometry.rsa_from_moments": Entry(geo.rsa_from_moments, {"moments": slot(GM, MOMENTS, "moments"), "method": slot(
+        "cosine", st.deferred(lambda: string_values("corr", "corr_cov")), "method")}),
+    "geometry.lidar": Entry(geo.lidar, {"Z": slot(GZ, "array", "Z", "n_augs"), "n_augs": slot(None, "int", "n_augs"),
+                                        "delta": slot(1e-3, "real", "delta"), "eps": slot(None, "real", "eps"),
+                                        "convention": slot("lda", st.deferred(lambda: string_values("reptrix")),
+                                                           "convention")}),
+})
+TABLE["geometry.alpha_req"].args["fit"] = slot("ols", st.deferred(lambda: string_values("weighted")), "fit")
+
 #: public callables deliberately not driven here, each with the reason.
 EXEMPT = {
     "theory._cachedir.cache_root": "no arguments: reads the environment (tested in tests/test_cache.py)",
@@ -430,10 +504,14 @@ EXEMPT = {
        for n in ("features", "same_rows", "top_exponent", "centre_scale", "centre_scale_mean", "scaled_difference")},
     **{f"theory.geometry.moments.{n}": "CrossMoments' internal arithmetic on validated arrays; pinned against direct "
        "sums in tests/test_geometry_moments.py" for n in ("batch_sums", "shift")},
+    **{f"theory.geometry._blocks.{n}": "internal to theory.geometry (a private module: block streaming), reached "
+       "through its metrics" for n in ("lazy_features", "rows_per_block", "float_block", "stream_moments",
+                                       "stream_moments_one", "centred_gram")},
 }
 
 # public names of a module whose entry is under another name in TABLE
 ALIASES = {"theory.collapse.ClassStats": "collapse.ClassStats", "theory.geometry.ClassStats": "collapse.ClassStats",
+           "theory.geometry.kernel_approx.RBFFeatureCKA": "geometry.RBFFeatureCKA",
            **{f"theory.geometry.{n}": f"collapse.{n}"  # theory.collapse's metrics, re-exported by theory.geometry
               for n in ("vci", "fuzziness", "squared_distance", "cosine_similarity", "probe_loss")}}
 

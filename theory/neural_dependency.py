@@ -84,14 +84,23 @@ def mixed_logits(F, G, i: int) -> np.ndarray:
     return out
 
 
-def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
+def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None, offset=None) -> dict:
     """ND Tab 1 metrics for category ``i`` with the replaced logit f̂_i = Σ_{j≠i} θ_j F[:, j].
 
     ``F``: predictor logits (N × n); ``evaluated``: the network whose accuracy is measured with column i
-    replaced (default ``F``; between networks, g's logits). Returns abs_err = mean|t_i − f̂_i| (t_i the
-    evaluated network's logit i), rel_err = abs_err / mean|t_i| (the paper does not define its Rel Err;
-    this is the ratio of mean absolute values), acc / orig_acc (argmax accuracy over all samples with
-    and without the replacement) and pos_acc / orig_pos_acc (on the samples of class i).
+    replaced (default ``F``; between networks, g's logits). ``offset`` (n,): added to every evaluated logit,
+    the replaced one included, before the argmax — the classifier bias b when F = W F(x) (RD Eq 11–12); the
+    errors compare the un-offset logits. ``labels``: true classes; None: the unmodified prediction is the label
+    (agreement). Returns
+
+    * abs_err = mean|t_i − f̂_i| (t_i the evaluated network's logit i);
+    * rel_err = abs_err / mean|t_i| (the paper does not define its Rel Err; this is the ratio of mean absolute
+      values): small whenever the logit sits far from 0 — logits sharing a large offset make it small for any f̂;
+    * spread_rel_err = abs_err / mean|t_i − mean(t_i)|: the error relative to the logit's spread across the
+      images, 1 for the best constant prediction's order of error and 0 for an exact one (able to fail whatever
+      the logits' offset);
+    * acc / orig_acc (argmax accuracy over all samples with and without the replacement), pos_acc / orig_pos_acc
+      (on the samples of class i; None without any), n_pos, support (#{θ_j ≠ 0, j ≠ i}).
     """
     F = as_float_array(F, "logits", ndim=2)
     N, n = F.shape
@@ -99,13 +108,11 @@ def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
     E = F if evaluated is None else as_float_array(evaluated, "evaluated logits", ndim=2)
     if E.shape[0] != N:
         raise ValueError(f"evaluated logits: expected {N} samples, got {E.shape[0]}")
-    y = np.asarray(labels)
-    if y.shape != (N,):
-        raise ValueError(f"labels: expected shape ({N},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"labels: must be integers, got dtype {y.dtype}")
-    if y.min() < 0 or y.max() >= E.shape[1]:
-        raise ValueError(f"labels: must lie in [0, {E.shape[1]}), got range [{y.min()}, {y.max()}]")
+    b = None if offset is None else as_float_array(offset, "offset", ndim=1)
+    if b is not None and b.shape != (E.shape[1],):
+        raise ValueError(f"offset: expected shape ({E.shape[1]},), got {b.shape}")
+    base = E if b is None else E + b
+    y = base.argmax(1) if labels is None else _labels(labels, N, E.shape[1])
     th = np.asarray(theta, float)
     if th.shape != (n,):
         raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
@@ -113,21 +120,125 @@ def replaced_logit_metrics(F, labels, i: int, theta, evaluated=None) -> dict:
     pred = F[:, rest] @ th[rest]
     target = E[:, i]
     abs_err = float(np.mean(np.abs(target - pred)))
-    scale = float(np.mean(np.abs(target)))
-    R = E.copy()
-    R[:, i] = pred
+    R = base.copy()
+    R[:, i] = pred + (0.0 if b is None else b[i])
     pos = y == i
-    orig_hit = E.argmax(1) == y
+    orig_hit = base.argmax(1) == y
     hit = R.argmax(1) == y
     return {
         "abs_err": abs_err,
-        "rel_err": abs_err / scale if scale > 0 else (0.0 if abs_err == 0 else float("inf")),
+        "rel_err": _ratio(abs_err, float(np.mean(np.abs(target)))),
+        "spread_rel_err": _ratio(abs_err, float(np.mean(np.abs(target - target.mean())))),
         "acc": float(hit.mean()),
         "orig_acc": float(orig_hit.mean()),
         "pos_acc": float(hit[pos].mean()) if pos.any() else None,
         "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else None,
         "n_pos": int(pos.sum()),
+        "support": int(np.count_nonzero(th[rest])),
     }
+
+
+def _ratio(err: float, scale: float) -> float:
+    return err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
+
+
+def _labels(labels, N: int, n: int) -> np.ndarray:
+    y = np.asarray(labels)
+    if y.shape != (N,):
+        raise ValueError(f"labels: expected shape ({N},), got {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"labels: must be integers, got dtype {y.dtype}")
+    if N and (y.min() < 0 or y.max() >= n):
+        raise ValueError(f"labels: must lie in [0, {n}), got range [{y.min()}, {y.max()}]")
+    return y
+
+
+def replaced_logit_metrics_many(F, labels, thetas, offset=None, evaluated=None) -> list:
+    """:func:`replaced_logit_metrics` for many (category, θ) pairs at once: ``thetas`` a list of (i, θ);
+    ``evaluated`` as there (between networks: g's logits, column i replaced by Σ θ_j F[:, j]).
+
+    The same numbers, in O(N) per pair after one O(N·n) pass: with column i replaced by r, the argmax is i where
+    r exceeds the largest other logit (the row's top logit, or its second when the top is i), else that logit's
+    index — a first-index tie-break as numpy's argmax (exact ties of float logits aside)."""
+    F = as_float_array(F, "logits", ndim=2)
+    N, n = F.shape
+    E = F if evaluated is None else as_float_array(evaluated, "evaluated logits", ndim=2)
+    if E.shape != (N, n):
+        raise ValueError(f"evaluated logits: expected shape {(N, n)}, got {E.shape}")
+    b = np.zeros(n) if offset is None else as_float_array(offset, "offset", ndim=1)
+    if b.shape != (n,):
+        raise ValueError(f"offset: expected shape ({n},), got {b.shape}")
+    base = E + b
+    y = base.argmax(1) if labels is None else _labels(labels, N, n)
+    order = np.argsort(-base, axis=1, kind="stable")[:, :2]
+    top, second = order[:, 0], order[:, 1]
+    rows = np.arange(N)
+    v_top, v_second = base[rows, top], base[rows, second]
+    orig_hit = top == y
+    out = []
+    for i, th in thetas:
+        i = check_index(i, n)
+        th = np.asarray(th, float)
+        if th.shape != (n,):
+            raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
+        rest = th.copy()
+        rest[i] = 0.0
+        pred = F @ rest
+        t = E[:, i]
+        other = np.where(top == i, second, top)
+        v_other = np.where(top == i, v_second, v_top)
+        r = pred + b[i]
+        wins = (r > v_other) | ((r == v_other) & (i < other))
+        new = np.where(wins, i, other)
+        hit = new == y
+        pos = y == i
+        abs_err = float(np.mean(np.abs(t - pred)))
+        out.append({"abs_err": abs_err, "rel_err": _ratio(abs_err, float(np.mean(np.abs(t)))),
+                    "spread_rel_err": _ratio(abs_err, float(np.mean(np.abs(t - t.mean())))),
+                    "acc": float(hit.mean()), "orig_acc": float(orig_hit.mean()),
+                    "pos_acc": float(hit[pos].mean()) if pos.any() else None,
+                    "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else None,
+                    "n_pos": int(pos.sum()), "support": int(np.count_nonzero(rest))})
+    return out
+
+
+def between_all(cov_f, cross_fg, g_sq, rho: float) -> np.ndarray:
+    """θ*(λ_i) for every target i of a second network g predicted from the other logits of f (ND Sec 2.4), at
+    λ_i = ρ·λ_max(i): row i solves CovLasso on :func:`mixed_cov` (cov_f with row/column i from E[f g_i] and
+    E[g_i²]), exactly by the homotopy of :mod:`theory.covlasso`. ``cov_f`` = E[f fᵀ] (n × n), ``cross_fg`` =
+    E[f gᵀ] (n × n), ``g_sq`` = E[g_i²] (n,). Returns (n, n) with Θ_ii = −1.
+
+    cov_f is validated once; each target's mixed matrix is cov_f with one row and column swapped in a reused
+    buffer (its PSD-ness is that of the second moment of f̃, which the caller's data guarantee). All three are
+    scaled by one power of four (exact; θ* is scale-free at relative λ)."""
+    from theory.covlasso import _homotopy, _max_steps, _check_lam
+
+    c = as_covariance(cov_f, "cov_f")
+    n = c.shape[0]
+    x = as_float_array(cross_fg, "cross_fg", ndim=2)
+    gq = as_float_array(g_sq, "g_sq", ndim=1)
+    if x.shape != (n, n) or gq.shape != (n,):
+        raise ValueError(f"cross_fg, g_sq: expected shapes ({n}, {n}) and ({n},), got {x.shape} and {gq.shape}")
+    if np.any(gq < 0):
+        raise ValueError("g_sq: E[g_i^2] must be >= 0")
+    rho = _check_lam(rho, "rho")
+    top = max(float(np.max(np.diag(c))), float(gq.max()))
+    e = 2 * int(np.round(np.log2(top) / 2)) if top > 0 else 0
+    c, x, gq = np.ldexp(c, -e), np.ldexp(x, -e), np.ldexp(gq, -e)
+    buf = np.ascontiguousarray(c.copy())
+    out = np.empty((n, n))
+    for i in range(n):
+        buf[:, i] = x[:, i]
+        buf[i, :] = x[:, i]
+        buf[i, i] = gq[i]
+        mu = rho * float(np.max(np.abs(np.delete(x[:, i], i)))) if n > 1 else 0.0
+        theta, status, _, _, _ = _homotopy(buf, i, mu, False, _max_steps(n))
+        if status != 0:
+            raise RuntimeError(f"between_all: homotopy did not finish for target {i}")
+        out[i] = theta
+        buf[:, i] = c[:, i]
+        buf[i, :] = c[i, :]
+    return out
 
 
 def dependencies(cov_or_logits, i: int, lam: float | None = None, *, rho: float | None = None,

@@ -191,7 +191,8 @@ class Run:
 
 
 def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu", report_dir=None,
-        plugins=(), entry_points: bool = True, progress: bool = False, on_outcome=None, jobs=1) -> Run:
+        plugins=(), entry_points: bool = True, progress: bool = False, on_outcome=None, jobs=1,
+        scheduler=None) -> Run:
     """Run the checks whose ids match ``patterns`` (all when empty); returns a :class:`Run`.
 
     ``on_outcome``: called with each :class:`Outcome` as soon as its check finishes (missing ids too), with
@@ -200,6 +201,9 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     more runs the checks' preparations and then the checks in workers (:mod:`verify.parallel`), the outcomes
     still in the selection's order. Same verdicts either way. The workers are started with the 'spawn' method, so
     a script calling ``run(jobs=2)`` needs its ``if __name__ == "__main__":`` guard (without it: RuntimeError).
+    ``scheduler``: None or "local" (the process pool above), or a Dask scheduler's address "tcp://HOST:PORT" (or
+    a ``distributed.Client``): the same preparations and checks run as tasks of that cluster, as many at a time as
+    its workers have threads (``jobs`` is ignored), the artifacts come back here (:mod:`verify.dask_pool`).
 
     Checked first, before any check runs: the seed, the device, the patterns (each must match) and the
     report folder (new, empty or an earlier report; it is not changed). The checks save their artifacts in a
@@ -214,6 +218,19 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
         jobs = _parallel.check_jobs(jobs)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    client, own_client = None, False
+    if scheduler not in (None, "local"):
+        if isinstance(scheduler, str):
+            if not scheduler.startswith(("tcp://", "tls://")):
+                raise UsageError(f"scheduler: 'local' or a Dask scheduler's address tcp://HOST:PORT, got {scheduler!r}")
+            try:
+                client, jobs = _parallel_connect(scheduler)
+            except (ConnectionError, ValueError) as exc:
+                raise UsageError(str(exc)) from None
+            own_client = True
+        else:
+            client = scheduler
+            jobs = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()))
     found = load_checks(plugins, entry_points)
     cat = registry.load_catalog()
     ids = select(cat, patterns, strict=True)
@@ -224,14 +241,14 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     outcomes, prepared = [], {}
     try:
         here = [cid for cid in ids if cid in found]
-        if jobs > 1 and len(here) > 1:
+        if client is not None or (jobs > 1 and len(here) > 1):
             bar = tqdm(total=len(ids), desc="checks", unit="job", file=sys.stderr, disable=None if progress else True)
             for cid in ids:
                 if cid not in found:
                     _report(_missing(cat[cid], cid), on_outcome)
             done, prepared = _parallel.run_checks(
                 here, found, quick=quick, seed=seed, stage=stage, device=device, jobs=jobs, plugins=plugins,
-                entry_points=entry_points, on_done=lambda o: _report(o, on_outcome), bar=bar)
+                entry_points=entry_points, on_done=lambda o: _report(o, on_outcome), bar=bar, client=client)
             outcomes = [done[cid] if cid in done else _missing(cat[cid], cid) for cid in ids]
         else:
             bar = tqdm(ids, desc="checks", unit="check", file=sys.stderr, disable=None if progress else True)
@@ -247,6 +264,9 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     except BaseException:  # Ctrl-C included: the earlier report stays as it was
         _remove_stage(stage)
         raise
+    finally:
+        if own_client:
+            client.close()
     r = Run(outcomes=outcomes, patterns=patterns, quick=quick, seed=seed, device=device,
             check_seconds=time.perf_counter() - t0, report_dir=rdir, plugins=sorted(_plugins.LOADED),
             import_errors=dict(registry.IMPORT_ERRORS), staging=stage, jobs=jobs, preparations=prepared,
@@ -254,6 +274,12 @@ def run(patterns=(), *, quick: bool = False, seed: int = 0, device: str = "cpu",
     if stage is not None:  # a run whose report is never written leaves no temporary folder
         r._cleanup = weakref.finalize(r, _remove_stage, stage)
     return r
+
+
+def _parallel_connect(address: str):
+    from verify.dask_pool import connect
+
+    return connect(address)
 
 
 def _missing(entry: dict, cid: str) -> Outcome:
@@ -386,7 +412,7 @@ def write_report(run: Run, report_dir=None, *, figures: bool = True, json_path=N
                 ids = {o.id for o in run.outcomes}
                 fr = draw_figures(stage / "figs", for_checks=ids if run.patterns else None, quick=run.quick,
                                   progress=progress, plugins=run.sources[0], entry_points=run.sources[1],
-                                  jobs=run.jobs)
+                                  jobs=min(run.jobs, _parallel.auto_jobs()))  # figures: drawn here
                 run.figures, run.figure_errors, run.figure_seconds = fr.done, fr.failed, fr.seconds
                 run.figure_skipped = fr.skipped
                 run.figure_tracebacks = fr.tracebacks

@@ -60,6 +60,37 @@ def cmd_list(args) -> int:
     return 0
 
 
+def measured_type(x) -> str:
+    """The JSON type of a measured value: number, integer, bool, list, object, text or none."""
+    import numbers
+
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):  # numpy arrays and scalars
+        x = x.tolist()
+    if x is None:
+        return "none"
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, numbers.Integral):
+        return "integer"
+    if isinstance(x, numbers.Real):
+        return "number"
+    if isinstance(x, (list, tuple)):
+        return "list"
+    if isinstance(x, dict):
+        return "object"
+    return "text"
+
+
+def stream_record(o) -> dict:
+    """One ``verify --json -`` record: the check's report.json entry plus ``measured_type`` (the JSON type of
+    ``measured``, which differs by check: number, integer, bool, list, object, text or none), ``measured_text`` and
+    ``expected_text`` (the strings the table prints)."""
+    rec = getattr(report, "check_record", type(o).to_json)(o)  # report.json's entry for the check
+    rec.update(measured_type=measured_type(o.measured), measured_text=report.fmt(o.measured),
+               expected_text=report.fmt(o.expected))
+    return rec
+
+
 def cmd_verify(args) -> int:
     """Each check's row is printed as it finishes (none with -q); the summary line comes at the end. With
     ``--json -`` stdout carries only newline-delimited JSON: each check's report.json entry as it finishes,
@@ -75,7 +106,7 @@ def cmd_verify(args) -> int:
 
     def on_outcome(o) -> None:
         if ndjson:
-            print(report.json_line(o.to_json()), flush=True)
+            print(report.json_line(stream_record(o)), flush=True)
         elif not args.quiet:
             if not streamed:
                 print(report.stream_header())
@@ -83,7 +114,8 @@ def cmd_verify(args) -> int:
         streamed.append(o.id)
 
     run = api.run(args.patterns, quick=args.quick, seed=args.seed, device=args.device, report_dir=args.report,
-                  plugins=_plugin_list(args), progress=True, on_outcome=on_outcome, jobs=args.jobs)
+                  plugins=_plugin_list(args), progress=True, on_outcome=on_outcome, jobs=args.jobs,
+                  scheduler=args.scheduler)
     _import_errors(args.verbose)
     for o in run.outcomes:
         if o.status == "fail":
@@ -152,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-j", "--jobs", default=os.environ.get("THEORYLAB_JOBS", "auto"), metavar="N|auto",
                    help="worker processes: the checks' cached computations, then the checks, spread over them "
                         "(default: $THEORYLAB_JOBS, else auto = the usable CPUs, at most 8; 1: one process)")
+    v.add_argument("--scheduler", default="local", metavar="local|tcp://HOST:PORT",
+                   help="where the preparations and checks run: 'local' (the worker processes of --jobs) or an "
+                        "existing Dask cluster's scheduler (as many at a time as its workers have threads); the "
+                        "figures and the report are written here")
     v.add_argument("--plugins", action="append", metavar="MODULE[,MODULE]",
                    help="import these modules first: their checks and claims join the built-in ones")
     v.add_argument("-v", "--verbose", action="store_true", default=quiet, help="print tracebacks")
@@ -176,10 +212,49 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _clean_warnings(command: str, verbose: bool):
+    """Python warnings as one line each, ``theorylab COMMAND: warning: ...`` (``-v``: Python's own form, with the
+    file and line)."""
+    import warnings
+
+    if verbose:
+        return warnings.catch_warnings()
+
+    class _Clean(warnings.catch_warnings):
+        def __enter__(self):
+            recording = getattr(warnings._showwarnmsg_impl, "__name__", "") != "_showwarnmsg_impl"
+            out = super().__enter__()
+            if recording or warnings.showwarning is not getattr(warnings, "_showwarning_orig", warnings.showwarning):
+                return out  # someone records or shows warnings their own way (a test's pytest.warns): leave it
+
+            def show(message, category, filename, lineno, file=None, line=None):
+                text = " / ".join(ln.strip() for ln in str(message).splitlines() if ln.strip())
+                print(f"theorylab {command}: warning: {text}", file=file or sys.stderr, flush=True)
+
+            warnings.showwarning = show
+            return out
+
+    return _Clean()
+
+
+PATH_ARGS = ("report", "out", "json", "config", "images", "weights", "labels", "class_names")
+
+
+def _expand_paths(args) -> None:
+    """``~`` and ``~user`` at the start of a path argument mean the home folder, also when the shell left them
+    (quoted: ``--report '~/r'``), so no folder literally named ``~`` is made."""
+    for name in PATH_ARGS:
+        v = getattr(args, name, None)
+        if isinstance(v, str) and v.startswith("~"):
+            setattr(args, name, os.path.expanduser(v))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _expand_paths(args)
     try:
-        return int(args.func(args) or 0)
+        with _clean_warnings(args.command, args.verbose):
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"\ntheorylab {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -141,7 +141,14 @@ def _started(ex: cf.ProcessPoolExecutor, jobs: int) -> None:
         raise RuntimeError(NO_START) from None
 
 
-def _run_prep(p: Prep):
+def _ensure(plugins=(), entry_points: bool = True) -> None:
+    """Load the checks in a worker that was not started by :func:`_pool` (a Dask worker), once."""
+    if "checks" not in _WORKER:
+        _worker_init(tuple(plugins), entry_points)
+
+
+def _run_prep(p: Prep, plugins=(), entry_points: bool = True):
+    _ensure(plugins, entry_points)
     t0 = time.perf_counter()
     try:
         p.fn(*p.args, **dict(p.kwargs))
@@ -151,9 +158,22 @@ def _run_prep(p: Prep):
     return p.label, time.perf_counter() - t0, err
 
 
-def _run_check(cid: str, quick: bool, seed: int, stage, device: str) -> Outcome:
-    ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
-    return registry.run_check(_WORKER["checks"][cid], ctx)
+def _run_check(cid: str, quick: bool, seed: int, stage, device: str, plugins=(), entry_points: bool = True,
+               ship: bool = False):
+    """One check in a worker. ``ship`` (a Dask worker, maybe on another machine): its artifacts are written to a
+    temporary folder there and returned with the outcome, (outcome, {path relative to the report: bytes})."""
+    _ensure(plugins, entry_points)
+    if not ship:
+        ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
+        return registry.run_check(_WORKER["checks"][cid], ctx)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="theorylab-worker-") as tmp:
+        ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=Path(tmp), device=device)
+        out = registry.run_check(_WORKER["checks"][cid], ctx)
+        files = {p.relative_to(tmp).as_posix(): p.read_bytes() for p in Path(tmp).rglob("*") if p.is_file()}
+    return out, files
 
 
 @contextlib.contextmanager
@@ -222,11 +242,13 @@ def critical_path(deps: dict, cost: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------------- run
 def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, jobs: int, plugins=(),
-               entry_points: bool = True, on_done=None, bar=None) -> tuple[dict, dict]:
+               entry_points: bool = True, on_done=None, bar=None, client=None) -> tuple[dict, dict]:
     """Run the checks ``ids`` (all in ``found``) in ``jobs`` workers (module doc).
 
     Returns ``(outcomes by id, preparations label -> {seconds, error})``. ``on_done(outcome)`` is called in
-    this process as each check finishes; ``bar`` (a tqdm) is advanced once per preparation and per check."""
+    this process as each check finishes; ``bar`` (a tqdm) is advanced once per preparation and per check.
+    ``client``: a ``distributed.Client`` — the same graph and order run as tasks of its cluster (:class:`DaskPool`),
+    ``jobs`` of them at a time (its workers' threads), the artifacts shipped back here."""
     ctx0 = {cid: registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
             for cid in ids}
     preps: dict[str, Prep] = {}
@@ -276,10 +298,16 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
             on_done(o)
 
     ex = None
+    remote = client is not None
     try:
-        with _one_thread_env():
-            ex = _pool(jobs, plugins, entry_points)
-            _started(ex, jobs)
+        if remote:
+            from verify.dask_pool import DaskPool
+
+            ex = DaskPool(client, plugins, entry_points)
+        else:
+            with _one_thread_env():
+                ex = _pool(jobs, plugins, entry_points)
+                _started(ex, jobs)
         # list scheduling: at most ``jobs`` tasks in the pool (its queue is first in, first out), the next one the
         # ready task that heads the longest chain of work still to come (its critical path), so a network that a
         # read-out and a check wait for starts before a check nothing waits for
@@ -287,15 +315,19 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
         ready = [t for t, d in left.items() if not d]
         pending = {}
 
+        def put(key, fn, *args):  # a Dask task gets a readable key; a local pool takes none
+            return ex.submit(fn, *args, key=key) if remote else ex.submit(fn, *args)
+
         def submit():
             ready.sort(key=lambda t: (-rank[t], tie[t]))
             while ready and len(pending) < jobs:
                 kind, name = t = ready.pop(0)
                 try:
                     if kind == "prep":
-                        pending[ex.submit(_run_prep, preps[name])] = t
+                        pending[put(f"prep {name}", _run_prep, preps[name], plugins, entry_points)] = t
                     else:
-                        pending[ex.submit(_run_check, name, quick, seed, stage, device)] = t
+                        pending[put(f"check {name}", _run_check, name, quick, seed, None if remote else stage,
+                                    device, plugins, entry_points, remote)] = t
                 except cf.process.BrokenProcessPool:
                     if kind == "prep":
                         prepared[name] = {"seconds": None, "error": "BrokenProcessPool"}
@@ -321,6 +353,9 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                     try:
                         label, secs, err = fut.result()
                         prepared[label] = {"seconds": round(secs, 2), "error": err}
+                        if remote and ex.died(fut):
+                            prepared[label]["worker died"] = (f"its worker died {ex.died(fut)} time(s) while "
+                                                              "running it; the cluster ran it again")
                     except Exception as exc:  # the pool broke under it: the checks recompute what they need
                         prepared[name] = {"seconds": None, "error": f"{type(exc).__name__}: {exc}"}
                     if bar is not None:
@@ -328,7 +363,10 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
                         bar.set_postfix_str(name)
                 else:
                     try:
-                        finish(name, fut.result())
+                        res = fut.result()
+                        if remote:
+                            res = ex.unpack(res, stage)
+                        finish(name, res)
                     except cf.process.BrokenProcessPool:
                         broken.append(name)
                     except Exception as exc:  # e.g. an outcome that cannot be sent back
@@ -342,9 +380,14 @@ def run_checks(ids, found: dict, *, quick: bool, seed: int, stage, device: str, 
     except BaseException:  # Ctrl-C included: stop the workers, keep nothing
         if ex is not None:
             ex.shutdown(wait=False, cancel_futures=True)
-            _kill(ex)
+            if not remote:
+                _kill(ex)
         raise
     ex.shutdown(wait=True)
+    if remote:  # a check the cluster gave up on (KilledWorker after its allowed failures) fails, named
+        for cid in broken:
+            finish(cid, _died(cid, found[cid], "its worker died each time the cluster ran it (KilledWorker)"))
+        return outcomes, prepared
     for cid in sorted(broken, key=order.index):  # one at a time: the one that kills its worker is named
         finish(cid, _isolated(cid, found[cid], quick, seed, stage, device, plugins, entry_points))
     return outcomes, prepared

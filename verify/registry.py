@@ -53,6 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 from verify import optional
+from verify.verdicts import MISS_CLASSES, miss_class, outside_regime, to_jsonable  # noqa: F401 (re-exported)
 
 KINDS = ("symbolic", "numeric", "sim", "symbolic+numeric")
 STATUSES = ("pass", "refuted", "reported", "fail", "missing", "skipped")
@@ -86,6 +87,13 @@ class Result:
     """Why this run can give no verdict although it measured (e.g. the judged quantity has not settled at the
     last horizon): a check any of whose seeds is undecided is ``reported`` with this reason, never ``pass`` or
     ``refuted`` (it still needs its positive control)."""
+    regime: dict | None = None
+    """The conditions the paper states for its claim, measured in this setup: {condition: {"measured": ...,
+    "holds": bool}}. A claim that does not hold here while one of them fails is not refuted: it is a finding in
+    this regime (the registry makes the run ``undecided``, naming the condition)."""
+    readings: dict | None = None
+    """Other readings of the claim (another quantifier the paper's words allow), each its own verdict line:
+    {reading: {"quantifier", "holds", "measured"}}, reported beside the status (which judges the stated one)."""
 
 
 @dataclasses.dataclass
@@ -144,6 +152,7 @@ class Check:
     seeds: int | None = None
     prepare: Callable[[Context], list] | None = None
     cost: float = 1.0
+    shares: str | None = None
 
     def preparations(self, ctx: Context) -> list:
         """``prepare(ctx)``: the cached computations (:class:`verify.parallel.Prep`) a parallel run does first."""
@@ -191,6 +200,12 @@ class Outcome:
     """Skipped: what is not installed, e.g. "scikit-image (module skimage)"."""
     install: str | None = None
     """Skipped: the command that installs it (e.g. "pip install 'theorylab[real]'")."""
+    shares: str | None = None
+    """The id whose computation this check's judged data also are (one piece of evidence, counted there)."""
+    readings: dict | None = None
+    """Other readings of the claim, each a verdict line (the first seed's :attr:`Result.readings`)."""
+    regime: dict | None = None
+    """The paper's stated conditions measured here (the first seed's :attr:`Result.regime`)."""
 
     @property
     def seeds_summary(self) -> str:
@@ -270,6 +285,7 @@ def check(
     seeds: int | None = None,
     prepare: Callable[[Context], list] | None = None,
     cost: float | None = None,
+    shares: str | None = None,
 ):
     """Register ``compare(ctx, planted) -> Result`` as the check for catalog id ``id``.
 
@@ -281,6 +297,8 @@ def check(
     ``prepare(ctx)`` lists the cached computations the check reads (glyph networks, grid points), which a run
     with ``--jobs N`` computes ahead of it in parallel (:mod:`verify.parallel`); ``cost`` is the check's seconds
     in a full run once those are done (2-core machine), used only to start the longest checks first (default 1).
+    ``shares``: the id of a check whose computation this one's judged data are too (e.g. the same logits' second
+    moment): the two are one piece of evidence, and the report counts it once.
     """
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")
@@ -328,6 +346,7 @@ def check(
             seeds=seeds,
             prepare=prepare,
             cost=1.0 if cost is None else float(cost),
+            shares=shares,
         )
         return fn
 
@@ -361,7 +380,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         id=chk.id, paper=chk.paper, equation=chk.equation, kind=chk.kind, statement=chk.statement,
         status="fail", tolerance=chk.tolerance, tolerance_reason=chk.tolerance_reason,
         negative_control=chk.negative_control, erratum=chk.erratum, figures=chk.figures,
-        positive_control=chk.positive_control,
+        positive_control=chk.positive_control, shares=chk.shares,
     )
     t0 = time.perf_counter()
     try:
@@ -369,7 +388,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         for s in range(chk.n_seeds(ctx.quick)):
             c = chk.compare(dataclasses.replace(ctx, seed=ctx.seed + s), False)
             _validate_result(c, chk.id)
-            claims.append(c)
+            claims.append(outside_regime(c))
         control = chk.compare(ctx, True)
         _validate_result(control, chk.id)
         positive = None
@@ -390,6 +409,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
     claim = claims[0]
     out.measured, out.expected, out.miss = claim.measured, claim.expected, claim.miss
     out.details, out.finding, out.artifacts = claim.details, claim.finding, claim.artifacts
+    out.readings, out.regime = claim.readings, claim.regime
     out.seed_verdicts = [{"seed": ctx.seed + s, "holds": bool(c.holds), "measured": c.measured, "miss": c.miss}
                          for s, c in enumerate(claims)]
     out.control_measured, out.control_miss = control.measured, control.miss
@@ -438,6 +458,9 @@ def _validate_result(r: Any, cid: str) -> None:
         raise TypeError(f"check {cid} returned {type(r).__name__}, not Result")
     if not isinstance(r.holds, (bool, np.bool_)):
         raise TypeError(f"check {cid}: Result.holds must be a bool, got {r.holds!r}")
+    if r.regime is not None and not (isinstance(r.regime, dict) and all(
+            isinstance(v, dict) and isinstance(v.get("holds"), (bool, np.bool_)) for v in r.regime.values())):
+        raise TypeError(f"check {cid}: Result.regime must map each condition to {{'measured': ..., 'holds': bool}}")
     if r.miss is not None:
         if isinstance(r.miss, (bool, np.bool_)) or not isinstance(r.miss, (int, float, np.integer, np.floating)):
             raise TypeError(f"check {cid}: Result.miss must be a number, got {r.miss!r}")
@@ -446,50 +469,6 @@ def _validate_result(r: Any, cid: str) -> None:
         if bool(r.holds) != (float(r.miss) <= 1.0):
             raise ValueError(f"check {cid}: Result.holds={bool(r.holds)} contradicts miss={float(r.miss):.4g} "
                              "(miss <= 1 means within tolerance)")
-
-
-MISS_CLASSES = (  # (upper bound on a negative control's miss in tolerance units, class)
-    (1.0, "HELD (broken control)"),
-    (10.0, "near miss"),
-    (1e3, "clear"),
-    (math.inf, "far: catches nothing subtle?"),
-)
-
-
-def miss_class(miss: float | None, kind: str = "") -> str:
-    """How far a negative control misses, in words: near miss ≤ 10, clear ≤ 10³, far > 10³ tolerances.
-
-    An infinite miss of a symbolic comparison is "exact" (a symbolic identity either holds or not);
-    elsewhere it is "far". None (the check sets no ``Result.miss``) is "not recorded".
-    """
-    if miss is None:
-        return "not recorded"
-    m = float(miss)
-    if math.isinf(m) and kind.startswith("symbolic"):
-        return "exact (symbolic)"
-    return next(label for bound, label in MISS_CLASSES if m <= bound)
-
-
-def to_jsonable(x: Any) -> Any:
-    """numpy scalars/arrays, paths, tuples and non-finite floats to plain JSON values."""
-    if isinstance(x, dict):
-        return {str(k): to_jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [to_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return to_jsonable(x.tolist())
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if math.isfinite(v) else str(v)
-    if isinstance(x, Path):
-        return str(x)
-    if x is None or isinstance(x, (str, int)):
-        return x
-    return str(x)
 
 
 def summarize(outcomes: list[Outcome]) -> dict[str, int]:

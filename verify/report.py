@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from sims.cache import atomic_write_text
+from verify.readings import reading_json
 from verify.registry import Outcome, miss_class, summarize, to_jsonable
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -144,9 +145,14 @@ def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
 
 
 def summary_line(outcomes: list[Outcome], meta: dict) -> str:
-    """The run's one-line summary, with the same times as REPORT.md and report.json."""
+    """The run's one-line summary, with the same times as REPORT.md and report.json. Checks that share another's
+    computation (``Outcome.shares``) are named: their verdict is not a second piece of evidence."""
     s = summarize(outcomes)
     line = ", ".join(f"{v} {k}" for k, v in s.items())
+    shared = [o for o in outcomes if o.shares and o.status in ("pass", "refuted")]
+    if shared:
+        line += " (" + "; ".join(f"{o.id} shares {o.shares}'s computation" for o in shared) + ": one piece of " \
+                "evidence each)"
     n_figs = len(skipped_figures(meta))
     if n_figs:
         line += f", {n_figs} figure{'s' if n_figs > 1 else ''} skipped"
@@ -201,9 +207,16 @@ def _cell(s) -> str:
     return str(s or "").replace("|", "\\|").replace("\n", " ")
 
 
+def check_record(o: Outcome) -> dict:
+    """A check's entry in report.json: its outcome's fields plus ``reading``, how the paper states the claim
+    (verify/readings.toml: where, quote, quantifier, quantifier_why, conditions, other_readings), or None when no
+    reading is recorded (a plugin's claim)."""
+    return dict(o.to_json(), reading=reading_json(o.id))
+
+
 def write_json(path: Path, outcomes: list[Outcome], meta: dict) -> None:
     rec = summary_record(outcomes, meta)
-    payload = {"meta": rec["meta"], "checks": [o.to_json() for o in outcomes], "summary": rec["summary"]}
+    payload = {"meta": rec["meta"], "checks": [check_record(o) for o in outcomes], "summary": rec["summary"]}
     atomic_write_text(Path(path), json.dumps(to_jsonable(payload), indent=2))
 
 
@@ -236,8 +249,22 @@ def _md_details(d: dict, depth: int = 0) -> list[str]:
     return lines
 
 
+def _md_reading(check_id: str) -> list[str]:
+    """The paper's own statement of the claim (verify/readings.toml): quote, quantifier, stated conditions."""
+    r = reading_json(check_id)
+    if r is None:
+        return ["- Paper's claim: no reading recorded (verify/readings.toml has no entry for this id)", ""]
+    md = [f"- Paper's claim (quoted, {r['where']}): “{r['quote']}”",
+          f"- Quantifier: **{r['quantifier']}** — {r['quantifier_why']}"]
+    md += [f"  - other reading: **{x['quantifier']}** — {x['why']}" for x in r["other_readings"]]
+    md.append("- Conditions the paper states:" + ("" if r["conditions"] else " none"))
+    md += [f"  - {c}" for c in r["conditions"]]
+    return md + [""]
+
+
 def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
     md = [f"## `{o.id}` — {o.status}", "", f"*{o.paper} {o.equation}* — {o.statement}", ""]
+    md += _md_reading(o.id)
     if o.status == "missing":
         return md + ["Not implemented yet.", ""]
     if o.status == "skipped":
@@ -259,6 +286,17 @@ def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
         md.append(f"- **erratum**: {o.erratum}")
     if o.error:
         md.append(f"- **error**: `{o.error}`")
+    if o.shares:
+        md.append(f"- **evidence shared** with `{o.shares}`: the same computation, one piece of evidence")
+    if o.regime:
+        md.append("- the paper's stated conditions, measured here:")
+        md += [f"  - {k}: {'met' if v['holds'] else '**not met**'} (measured: {fmt(v.get('measured'))})"
+               for k, v in o.regime.items()]
+    if o.readings:
+        md.append("- other readings of the claim (verdict lines; the status judges the stated one):")
+        md += [f"  - {k} [{v.get('quantifier', '?')}]: {'holds' if v.get('holds') else 'does not hold'}"
+               f" (miss {fmt_miss(v.get('miss'), ' tolerances')}; {fmt(v.get('measured'), 200)})"
+               + (f" — {v['undecided']}" if v.get("undecided") else "") for k, v in o.readings.items()]
     md.append("")
     if o.finding:
         md += [f"**Finding.** {o.finding}", ""]

@@ -145,7 +145,7 @@ def heldout_accuracy(result, task=None, per_class: int = 4, seed: int = 1, batch
         from sims.glyphs import glyph_task
 
         task = glyph_task(result.task_cfg)
-    level_of = np.asarray(task.labels(result.config.level), dtype=np.int64)
+    level_of = result.config.label_of(task)
     values = np.asarray(result.label_values)
     out = {"face_test": {}, "n": {}}
     for split in ("face_test", "aug_test"):

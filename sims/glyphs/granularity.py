@@ -7,9 +7,10 @@ themselves. Ours (regime of :mod:`sims.glyphs.pretrain`, fixed before any verdic
 
 * coarse (target) task: the **script** (7 labels: Latin, Greek, Cyrillic, other letter, number, punctuation,
   symbol) of the pretraining classes P, balanced over scripts;
-* pretraining granularities: script (7 labels = the baseline), base letter (NFD base), code point (fine, 105) —
-  the same images, the same training (τ = 1, λ = 0), only the labels differ; the fine network is the τ = 1, λ = 0
-  network of the VC checks;
+* pretraining granularities, a ladder of four (FG App A.1.3's construction: k-means sub-labels within each coarse
+  class): script (7 labels = the baseline), k = 3 and k = 7 clusters of the code points within each script (21 and
+  49 labels; k-means of the classes' pixel appearances, seeded), code point (fine, 105) — the same images, the same
+  training (τ = 1, λ = 0), only the labels differ; the fine network is the τ = 1, λ = 0 network of the VC checks;
 * transfer: the linear probe of :mod:`sims.glyphs.probe` on the frozen final features, trained on the training
   images of P with script labels, tested on held-out aug_test images (FG assumes no distribution shift: primary)
   and on face_test images (faces never seen: reported).
@@ -31,7 +32,9 @@ from sims.glyphs import glyph_task
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
 
-LEVELS = ("script", "base", "fine")  # coarse → fine pretraining granularity
+LEVELS = ("script", "k3", "k7", "fine")  # coarse → fine pretraining granularity (k: k-means clusters per script)
+KMEANS = {"k3": 3, "k7": 7}
+KMEANS_SEED = 20260601
 COARSE = "script"
 EVAL_SPLITS = ("aug_test", "face_test")
 
@@ -74,6 +77,33 @@ def hard_classes(quick: bool) -> dict:
     return {"classes": P, "hard": other > own, "own": own, "other": other, "coarse": c}
 
 
+def kmeans_groups(quick: bool, k: int) -> np.ndarray:
+    """((fine class, label), …) for the pretraining classes: k-means (k-means++ init, seeded) of the classes' pixel
+    appearances within each script, k clusters each (fewer where a script has fewer classes); labels numbered across
+    scripts. FG App A.1.3 builds its sub-labels by k-means within each coarse class."""
+    from scipy.cluster.vq import kmeans2
+
+    h = hard_classes(quick)
+    A = appearances(glyph_task(pt.task_config(quick)), h["classes"])
+    out, nxt = [], 0
+    for v in np.unique(h["coarse"]):
+        idx = np.flatnonzero(h["coarse"] == v)
+        kk = min(int(k), len(idx))
+        _, lab = kmeans2(A[idx], kk, minit="++", seed=np.random.default_rng([KMEANS_SEED, int(v), kk]))
+        _, lab = np.unique(lab, return_inverse=True)  # empty clusters dropped, labels 0..m−1
+        out += [(int(h["classes"][j]), nxt + int(c)) for j, c in zip(idx, lab)]
+        nxt += int(lab.max()) + 1
+    return np.asarray(sorted(out), dtype=np.int64)
+
+
+def level_net(quick: bool, level: str, seed: int, device, arch: str, epochs):
+    """The network pretrained at a LEVELS granularity (k-means levels through explicit groups)."""
+    if level in KMEANS:
+        return pt.pretrain_net(quick, level="fine", seed=seed, device=device, arch=arch, epochs=epochs,
+                               groups=kmeans_groups(quick, KMEANS[level]))
+    return pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs)
+
+
 def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch: str = pt.ARCH,
                       epochs: int | None = None) -> dict:
     """Coarse-task probe results of the network pretrained at ``level`` (module doc), cached.
@@ -90,7 +120,7 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch:
               "classes": P.tolist(), "arch": arch, "epochs": epochs}
 
     def compute():
-        net = pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs)
+        net = level_net(quick, level, seed, device, arch, epochs)
         coarse = np.asarray(glyph_task(pt.task_config(quick)).labels(COARSE))
         X, yf = pt.split_images(quick, "train", P)
         Ftr = pt.net_features(net.model, X)["features"]
@@ -98,6 +128,9 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch:
         for sp in EVAL_SPLITS:
             Xs, ys = pt.split_images(quick, sp, P)
             f = pt.net_features(net.model, Xs)
+            # the read-out reads the final weights and scores the probe on images it was not trained on
+            pt.check_final(net, f["logits"], Xs, f"fg.label_granularity, {level} network, {sp}")
+            pt.check_held_out(X, Xs, f"fg.label_granularity, {level} network, {sp} probe")
             r = linear_probe(Ftr, coarse[yf], f["features"], coarse[ys])
             out[f"{sp}/correct"] = r["correct"]
             out[f"{sp}/pred"] = r["pred"]

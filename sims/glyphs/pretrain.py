@@ -105,9 +105,10 @@ def shared_images(quick: bool = False):
 
 
 def pretrain_net(quick: bool, level: str = "fine", tau: float = 1.0, cos_reg: float = 0.0, seed: int = 0,
-                 device=None, arch: str = ARCH, epochs: int | None = None):
+                 device=None, arch: str = ARCH, epochs: int | None = None, groups=None):
     """The GlyphNet pretrained on P at ``level`` with temperature τ and regulariser λ (cached by the trainer).
-    ``arch`` and ``epochs`` (default: the regime's) move the regime for sensitivity tables."""
+    ``arch`` and ``epochs`` (default: the regime's) move the regime for sensitivity tables; ``groups``: an explicit
+    labelling of P instead of ``level`` (sims.glyphs.train.TrainConfig.groups)."""
     s = sizes(quick)
     if epochs is not None:
         doubling = [0] + [2 ** i for i in range(int(epochs).bit_length()) if 2 ** i <= epochs] + [int(epochs)]
@@ -115,7 +116,7 @@ def pretrain_net(quick: bool, level: str = "fine", tau: float = 1.0, cos_reg: fl
     with shared_images(quick):
         return train_glyph_net(task_config(quick), arch=arch, level=level, classes=class_sets(quick)["pretrain"], tau=float(tau),
                                cos_reg=float(cos_reg), epochs=s["epochs"], per_class=s["per_class"], seed=int(seed),
-                               device=device, checkpoints=s["checkpoints"], progress=False)
+                               device=device, checkpoints=s["checkpoints"], progress=False, groups=groups)
 
 
 def split_images(quick: bool, split: str, classes) -> tuple:
@@ -141,7 +142,39 @@ def net_features(model, X) -> dict:
     return {"features": out["features"], "logits": out["logits"]}
 
 
+def final_logits(net, X) -> np.ndarray:
+    """Logits of the net's *recorded* final weights (its last checkpoint, saved by the trainer at the last epoch) on X."""
+    last = int(net.config.epochs)
+    if last not in net.checkpoints:
+        raise ValueError(f"the net kept no checkpoint at its last epoch {last}: its final weights cannot be checked")
+    return net_features(net.at_checkpoint(last), X)["logits"]
+
+
+def check_final(net, logits, X, what: str) -> None:
+    """A read-out's ``logits`` on X must be the final network's (same function, same images: bit for bit), else
+    it read other weights (a checkpoint, another net): ValueError naming ``what``."""
+    ref = final_logits(net, X)
+    if np.shape(logits) != ref.shape or not np.array_equal(np.asarray(logits), ref):
+        raise ValueError(f"{what}: the read-out's logits are not the final network's on the same images (a "
+                         "non-final checkpoint or another network was read)")
+
+
+def check_held_out(X_fit, X_eval, what: str) -> None:
+    """No image of ``X_eval`` may be an image of ``X_fit`` (a read-out scored on the images it was fitted on):
+    ValueError naming ``what`` and how many coincide. Images are compared byte for byte."""
+    import hashlib
+
+    def digests(X):
+        a = np.ascontiguousarray(X.numpy() if hasattr(X, "numpy") else np.asarray(X))
+        return {hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in a.reshape(len(a), -1)}
+
+    common = digests(X_fit) & digests(X_eval)
+    if common:
+        raise ValueError(f"{what}: {len(common)} of the held-out images are images the read-out was fitted on "
+                         "(scored in sample, not held out)")
+
+
 def own_accuracy(net, logits, y_fine) -> float:
     """Accuracy of the net's own classifier at its level on images of fine classes ``y_fine``."""
-    level_of = np.asarray(glyph_task(net.task_cfg).labels(net.config.level))
+    level_of = net.config.label_of(glyph_task(net.task_cfg))
     return float(np.mean(np.asarray(net.label_values)[logits.argmax(1)] == level_of[y_fine]))

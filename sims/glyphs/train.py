@@ -73,6 +73,9 @@ class TrainConfig:
     seed: int = 0
     data_seed: int = 0
     checkpoints: tuple = ()
+    groups: tuple | None = None
+    """An explicit labelling instead of the task's ``level``: ((fine class, label), …) for every trained class
+    (e.g. k-means clusters of the fine classes within each script); ``level`` is then "fine" and names nothing."""
 
     def __post_init__(self):
         check_arch(self.arch)
@@ -97,6 +100,31 @@ class TrainConfig:
                                                      or not 0 <= e <= self.epochs for e in ck):
             raise ValueError(f"checkpoints: need epochs (ints) in [0, epochs={self.epochs}], got {ck!r}")
         object.__setattr__(self, "checkpoints", tuple(sorted({int(e) for e in ck})))
+        if self.groups is not None:
+            g = np.asarray(self.groups)
+            if g.ndim != 2 or g.shape[1] != 2 or not np.issubdtype(g.dtype, np.integer) or len(g) < 2:
+                raise ValueError(f"groups: need ((fine class, label), …) pairs of ints, got {self.groups!r}")
+            if len(np.unique(g[:, 0])) != len(g):
+                raise ValueError("groups: each fine class may appear once")
+            if self.classes is not None and set(g[:, 0].tolist()) != set(self.classes):
+                raise ValueError("groups: must label exactly the trained classes")
+            object.__setattr__(self, "groups", tuple((int(a), int(b)) for a, b in sorted(g.tolist())))
+
+    def label_of(self, task) -> np.ndarray:
+        """int64 [n_fine]: each fine class's label — the task's at ``level``, or ``groups`` (−1 for others)."""
+        if self.groups is None:
+            return np.asarray(task.labels(self.level), dtype=np.int64)
+        out = np.full(len(task.labels("fine")), -1, dtype=np.int64)
+        g = np.asarray(self.groups)
+        out[g[:, 0]] = g[:, 1]
+        return out
+
+    def key(self) -> dict:
+        """The cache key's view of this configuration (``groups`` only when given: older entries keep their keys)."""
+        d = dataclasses.asdict(self)
+        if d["groups"] is None:
+            del d["groups"]
+        return d
         if self.classes is not None:
             c = np.asarray(self.classes)
             if c.ndim != 1 or c.size < 2 or not np.issubdtype(c.dtype, np.integer) or len(np.unique(c)) != c.size:
@@ -231,7 +259,7 @@ def training_data(task, cfg: TrainConfig):
     classes = np.arange(n_fine) if cfg.classes is None else np.asarray(cfg.classes, dtype=np.int64)
     keep = np.isin(y_fine, classes)
     X, y_fine = X[keep], y_fine[keep]
-    level_of = np.asarray(task.labels(cfg.level), dtype=np.int64)
+    level_of = cfg.label_of(task)
     label_values, y = np.unique(level_of[y_fine], return_inverse=True)
     if len(label_values) < 2:
         raise ValueError(f"level={cfg.level!r}: the chosen classes carry {len(label_values)} label(s) at this level;"
@@ -312,7 +340,7 @@ def fit(net, X, y, cfg: TrainConfig, device, progress=True, desc="glyph net"):
 def train_glyph_net(task_cfg, arch: str = "lenet", level: str = "fine", classes=None, tau: float = 1.0,
                     cos_reg: float = 0.0, epochs: int = 6, per_class: int = 16, batch_size: int = 128,
                     lr: float = 2e-3, seed: int = 0, device=None, checkpoints=(), progress: bool = True,
-                    data_seed: int = 0, threads: int = 1, refresh: bool = False) -> GlyphNet:
+                    data_seed: int = 0, threads: int = 1, refresh: bool = False, groups=None) -> GlyphNet:
     """Train (or load from the cache) one glyph net; a :class:`GlyphNet` (module doc for loss, order, optimiser).
 
     ``task_cfg``: a ``sims.glyphs.GlyphTaskConfig``; the training images are
@@ -325,13 +353,14 @@ def train_glyph_net(task_cfg, arch: str = "lenet", level: str = "fine", classes=
     CPU (not in the key: the weights agree to float rounding). ``progress``: a tqdm bar on stderr (images/s).
     """
     cfg = TrainConfig(arch, level, None if classes is None else tuple(np.asarray(classes).tolist()), tau, cos_reg,
-                      epochs, per_class, batch_size, lr, seed, data_seed, tuple(checkpoints))
+                      epochs, per_class, batch_size, lr, seed, data_seed, tuple(checkpoints),
+                      None if groups is None else tuple(map(tuple, np.asarray(groups).tolist())))
     if not dataclasses.is_dataclass(task_cfg):
         raise ValueError(f"task_cfg: need a GlyphTaskConfig (a dataclass), got {type(task_cfg).__name__}")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads: need an int ≥ 1, got {threads!r}")
     dev = resolve_device(device)
-    params = {"task": dataclasses.asdict(task_cfg), "train": dataclasses.asdict(cfg), "device": dev.type}
+    params = {"task": dataclasses.asdict(task_cfg), "train": cfg.key(), "device": dev.type}
     state = {"trained": False}
 
     def compute():

@@ -98,11 +98,16 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
             rows, rows_p, acc, fallback = [], [], [], []
             for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
+                last = f
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
                 fallback.append(fuzziness_and_rank(vc.ClassStats.from_features(f["features"], y))[1] is not None)
                 rows.append([m[k] for k in METRICS])
                 rows_p.append([mp[k] for k in METRICS])
                 acc.append(pt.own_accuracy(net, f["logits"], yf))
+            # the curve ends at the final network (checkpoints read in training order, the last one the final weights)
+            pt.check_final(net, last["logits"], X, f"vc.training_collapse, {sp} curve's last checkpoint")
+            if sp != "train":
+                pt.check_held_out(data["train"][0], X, f"vc.training_collapse, {sp} features")
             out[f"{sp}/metrics"] = np.asarray(rows)
             out[f"{sp}/permuted"] = np.asarray(rows_p)
             out[f"{sp}/accuracy"] = np.asarray(acc)
@@ -130,14 +135,18 @@ def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, devic
         f = pt.net_features(net.model, X)
         m = collapse_metrics(f["features"], _dense(yf, P))
         Xt, yt = pt.split_images(quick, "aug_test", P)
+        pt.check_held_out(X, Xt, "vc.transfer_correlation, p_pretrain")
+        lt = pt.net_features(net.model, Xt)["logits"]
+        pt.check_final(net, lt, Xt, "vc.transfer_correlation, p_pretrain")
         out = {"metrics": np.asarray([m[k] for k in METRICS]),
-               "p_pretrain": pt.own_accuracy(net, pt.net_features(net.model, Xt)["logits"], yt),
+               "p_pretrain": pt.own_accuracy(net, lt, yt),
                "train_accuracy": pt.own_accuracy(net, f["logits"], yf),
                "seconds": net.seconds, "images_per_s": net.images_per_s}
         accs, l2s = [], []
         for Q in cs["downstream"]:
             Xa, ya = pt.split_images(quick, "train", Q)
             Xb, yb = pt.split_images(quick, "aug_test", Q)
+            pt.check_held_out(Xa, Xb, "vc.transfer_correlation, downstream probe")
             r = linear_probe(pt.net_features(net.model, Xa)["features"], ya,
                              pt.net_features(net.model, Xb)["features"], yb)
             accs.append(r["acc"])

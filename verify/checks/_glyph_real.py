@@ -17,8 +17,9 @@ import numpy as np
 
 from sims.real import analysis as A
 
-RHO = 0.02            # λ = ρ·λ_max(i) (ND A47): the sparsity level of every dependency reported here
-REL_ERR_MAX = 0.30    # ND Table 1's worst relative error is 29.7 % (ViT-S)
+RHO = 0.02            # λ = ρ·λ_max(i) (ND A47): the typical reading's sparsity level
+RHO_GRID = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02)  # the existential scan's λ = ρ·λ_max(i) (every category at each)
+REL_ERR_MAX = 0.30    # ND Table 1's worst relative error is 29.7 % (ViT-S); judged relative to the logit's spread
 SUPPORT_MAX = 50      # "a few other categories": ≤ 5 % of the 1000
 ACC_RATIO = 0.95      # modified accuracy ≥ 0.95 × original (Table 1: 60.9 vs 61.0 at worst)
 POS_RATIO = 0.85      # modified positive accuracy ≥ 0.85 × original (Table 1's worst: 72.0 vs 84.0 = 0.857)
@@ -41,14 +42,15 @@ def judge_table1(rows: list) -> dict:
         v = [r[k] for r in rows if r.get(k) is not None and np.isfinite(r[k])]
         return float(np.median(v)) if v else float("nan")
 
-    meds = {k: med(k) for k in ("rel_err", "abs_err", "support", "acc", "ori_acc", "pos_acc", "ori_pos_acc")}
+    meds = {k: med(k) for k in ("spread_rel_err", "rel_err", "abs_err", "support", "acc", "ori_acc", "pos_acc",
+                                "ori_pos_acc")}
 
     def at_least(x, t):  # miss of "x ≥ t" in tolerance units: t/x, read at most 100 (x = 0 is a clear miss)
         if not (np.isfinite(x) and np.isfinite(t)):
             return float("inf")
         return 0.0 if t <= 0 else t / max(x, t / 100)  # t = 0: not read (the Result is undecided, below)
 
-    parts = {"rel_err": meds["rel_err"] / REL_ERR_MAX, "support": meds["support"] / SUPPORT_MAX,
+    parts = {"spread_rel_err": meds["spread_rel_err"] / REL_ERR_MAX, "support": meds["support"] / SUPPORT_MAX,
              "acc": at_least(meds["acc"], ACC_RATIO * meds["ori_acc"]),
              "pos_acc": at_least(meds["pos_acc"], POS_RATIO * meds["ori_pos_acc"])}
     miss = max(parts.values())
@@ -99,6 +101,7 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
                                                                               replace=False)
     s = suite.spec(name, ctx.quick)
     d = {k: np.concatenate([fit[k], test[k]]) for k in ("logits", "features", "labels")}
+    d.update(twins=twin_outputs(suite.task(ctx.quick), fit.get("label_values")))
     d.update(W=fit["W"], b=fit["b"], split=(np.arange(nf), nf + np.arange(nt)), names=fit["names"], photos=None,
              groups=np.arange(nf + nt), cats=[int(c) for c in cats], name=name,
              judged_on=f"judged on the glyph network {name}",
@@ -109,6 +112,19 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
     agree_with_precondition(d, name, nt)
     _DATA[key] = d
     return d
+
+
+def twin_outputs(task, label_values) -> dict:
+    """{output j: outputs whose classes are drawn identically (homoglyph_groups(0.5): Latin H / Greek Η, - / ‑)}."""
+    if label_values is None:
+        return {}
+    pos = {int(v): j for j, v in enumerate(np.asarray(label_values))}
+    out = {}
+    for g in task.homoglyph_groups(0.5):
+        js = [pos[k] for k in g if k in pos]
+        for j in js:
+            out[j] = set(js) - {j}
+    return out
 
 
 def agree_with_precondition(d: dict, name: str, nt: int) -> None:
@@ -145,6 +161,7 @@ def between_rows(ctx, F_fit, G_fit, F_test, G_test, y_test, cats, planted: bool 
         th = A.covlasso_path(C, i, [rho * A.lambda_max_i(C, i)])[0]
         m = ndep.replaced_logit_metrics(Ft, y_test, i, th, evaluated=G_test)
         rows.append({"category": int(i), "name": names[i] if names else str(i), "rel_err": m["rel_err"],
+                     "spread_rel_err": m["spread_rel_err"],
                      "abs_err": m["abs_err"], "acc": m["acc"], "ori_acc": m["orig_acc"],
                      "pos_acc": np.nan if m["pos_acc"] is None else m["pos_acc"],
                      "ori_pos_acc": np.nan if m["orig_pos_acc"] is None else m["orig_pos_acc"],
@@ -155,8 +172,11 @@ def between_rows(ctx, F_fit, G_fit, F_test, G_test, y_test, cats, planted: bool 
 
 def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
     """ND Sec 2.4 / Fig 2e–f on two independently trained glyph networks f = lenet-s<seed>, g = lenet-s<seed+1>
-    (same configuration, different initialisation and batch order), judged with ND Table 1's tolerances.
-    ``positive``: the same code on synthetic logits where g's category 0 is an exact combination of f's
+    (same configuration, different initialisation and batch order), read as the paper states it (Fig 2e–f show
+    chosen cases): some category of g shows ND's picture when predicted from f's other logits
+    (:func:`between_scan`, every category and ρ of RHO_GRID, chosen on the aug_test images, confirmed on the
+    held-out faces); the typical reading (median over a seeded draw at ρ = 0.02, Table 1's tolerances) is a second
+    line. ``positive``: the same code on synthetic logits where g's category 0 is an exact combination of f's
     (sims.real.analysis.planted_logits: f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: a bias-only logit); f's own
     column 0 replaced by noise)."""
     from sims.glyphs import dependencies as GD
@@ -169,10 +189,10 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
         F[:, 0] = rng.normal(scale=L[:, 0].std(), size=len(L))
         y = G.argmax(1)
         h = len(L) // 2
-        rows = between_rows(ctx, F[:h], G[:h], F[h:], G[h:], y[h:], [0], planted)
-        t = judge_table1(rows)
-        return {**t, "holds": t["miss"] <= 1, "inputs": "synthetic planted logits",
-                "precondition": None}
+        t = judge_table1(between_rows(ctx, F[:h], G[:h], F[h:], G[h:], y[h:], [0], planted))
+        ex = between_scan(F[:h], G[:h], y[:h], F[h:], G[h:], y[h:])
+        return {**t, "existential": ex, "holds": ex["holds"], "miss": ex["miss"], "inputs": "synthetic planted logits",
+                "precondition": None, "undecided": None}
     fn, gn = net_name(ctx.seed), net_name(ctx.seed + 1)
     pre = precondition(ctx, [fn, gn])
     f_fit, g_fit = GD.outputs(fn, ctx.quick, GD.FIT_SPLIT, ctx.device), GD.outputs(gn, ctx.quick, GD.FIT_SPLIT,
@@ -182,24 +202,53 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
     if not (np.array_equal(f_te["label_values"], g_te["label_values"]) and np.array_equal(f_te["y_fine"],
                                                                                          g_te["y_fine"])):
         raise ValueError(f"{fn} and {gn} must share their classes and held-out images")
+    for name, out in ((fn, f_te), (gn, g_te)):  # the test rows are the held-out images each network was judged on
+        agree_with_precondition({"logits": out["logits"], "labels": out["labels"], "precondition": pre,
+                                 "split": (np.arange(0), np.arange(len(out["labels"])))}, name, len(out["labels"]))
     K = f_te["logits"].shape[1]
     cats = np.random.default_rng([20260612, int(ctx.seed), int(ctx.quick)]).choice(K, CATEGORIES[bool(ctx.quick)],
                                                                                   replace=False)
-    rows = between_rows(ctx, f_fit["logits"], g_fit["logits"], f_te["logits"], g_te["logits"], g_te["labels"],
-                        [int(c) for c in cats], planted, names=f_te["names"])
+    Ft = f_te["logits"]
+    if planted:  # the pairing of the two networks' outputs on one image lost
+        Ft = f_te["logits"][ctx.rng("between-permute").permutation(len(f_te["logits"]))]
+    rows = between_rows(ctx, f_fit["logits"], g_fit["logits"], Ft, g_te["logits"], g_te["labels"],
+                        [int(c) for c in cats], False, names=f_te["names"])
     t = judge_table1(rows)
-    if not planted:  # the same verdict with λ moved (six targets per row)
+    from sims.glyphs import suite
+
+    ex = between_scan(f_fit["logits"], g_fit["logits"], g_fit["labels"], Ft, g_te["logits"], g_te["labels"],
+                      twins=twin_outputs(suite.task(ctx.quick), f_te.get("label_values")))
+    ex["names"] = f_te["names"]
+    if not planted:  # the typical line with λ moved (six targets per row)
         t["sensitivity"] = {}
         for rho in (0.005, 0.05):
             ts = judge_table1(between_rows(ctx, f_fit["logits"], g_fit["logits"], f_te["logits"], g_te["logits"],
                                            g_te["labels"], [int(c) for c in cats[:6]], rho=rho))
             t["sensitivity"][f"ρ = {rho:g}"] = {"miss": round(ts["miss"], 3), **{
-                m: round(v, 3) for m, v in ts["medians"].items() if m in ("rel_err", "support", "pos_acc",
-                                                                         "ori_pos_acc")}}
-    return {**t, "holds": t["miss"] <= 1, "undecided": either(pre["undecided"], t["undecided"]),
-            "precondition": pre["lines"],
-            "inputs": f"g = {gn} predicted from f = {fn}: Cov of f̃ on {len(f_fit['labels'])} aug_test images, "
-                      f"metrics of g (true labels) on {len(f_te['labels'])} held-out-face images"}
+                m: round(v, 3) for m, v in ts["medians"].items() if m in ("spread_rel_err", "rel_err", "support",
+                                                                         "pos_acc", "ori_pos_acc")}}
+    return {**t, "existential": ex, "holds": ex["holds"], "miss": ex["miss"], "typical_miss": t["miss"],
+            "undecided": pre["undecided"], "precondition": pre["lines"],
+            "inputs": f"g = {gn} predicted from f = {fn}: Cov of f̃ and the choice of cases on {len(f_fit['labels'])} "
+                      f"aug_test images, metrics of g (true labels) on {len(f_te['labels'])} held-out-face images"}
+
+
+def between_scan(F_sel, G_sel, y_sel, F_test, G_test, y_test, twins=None) -> dict:
+    """The existential reading between networks: every target i of g at every ρ of RHO_GRID, θ by
+    theory.neural_dependency.between_all on the selection images' second moments, scored on both sets."""
+    import theory.neural_dependency as ndep
+
+    Fs, Gs = np.asarray(F_sel, np.float64), np.asarray(G_sel, np.float64)
+    N = len(Fs)
+    cov_f = A.second_moment(Fs)
+    cross = Fs.T @ Gs / N
+    g_sq = np.einsum("ij,ij->j", Gs, Gs) / N
+    rows = A.dependency_scan(None, RHO_GRID, (Fs, y_sel, Gs), (np.asarray(F_test, np.float64), y_test,
+                                                               np.asarray(G_test, np.float64)),
+                             thetas_at=lambda rho: ndep.between_all(cov_f, cross, g_sq, rho),
+                             specificity_cov=lambda i: ndep.mixed_cov(cov_f, cross, g_sq[i], i),
+                             rng=np.random.default_rng(20260613), twins=twins)
+    return A.existential(rows)
 
 
 def plain_check(m: dict, St, th, i: int, offset=None, y=None) -> None:
@@ -217,11 +266,14 @@ def plain_check(m: dict, St, th, i: int, offset=None, y=None) -> None:
     yy = y0 if y is None else np.asarray(y)
     hit, pos = R.argmax(1) == yy, yy == i
     abs_err = float(np.mean(np.abs(St[:, i] - pred)))
+    spread = float(np.mean(np.abs(St[:, i] - float(np.mean(St[:, i])))))
     ref = {"abs_err": abs_err, "rel_err": abs_err / max(float(np.mean(np.abs(St[:, i]))), 1e-300),
+           "spread_rel_err": abs_err / max(spread, 1e-300),
            "acc": float(hit.mean()), "ori_acc": float(np.mean(y0 == yy)),
            "pos_acc": float(hit[pos].mean()) if pos.any() else float("nan"),
            "ori_pos_acc": float(np.mean(y0[pos] == i)) if pos.any() else float("nan")}
-    bad = [k for k in ("abs_err", "rel_err") if not abs(m[k] - ref[k]) <= 1e-9 * max(abs(ref[k]), 1e-300)]
+    bad = [k for k in ("abs_err", "rel_err", "spread_rel_err")
+           if not abs(m[k] - ref[k]) <= 1e-9 * max(abs(ref[k]), 1e-300)]
     bad += [k for k in ("acc", "ori_acc", "pos_acc", "ori_pos_acc")
             if not (m[k] == ref[k] or (np.isnan(m[k]) and np.isnan(ref[k])))]
     if bad:
@@ -278,32 +330,40 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
 
 def _sens_row(t: dict) -> dict:
     row = {"miss": round(t["miss"], 3), **{m: round(v, 3) for m, v in t["medians"].items()
-                                            if m in ("rel_err", "support", "acc", "ori_acc", "pos_acc", "ori_pos_acc")}}
+                                            if m in ("spread_rel_err", "rel_err", "support", "acc", "ori_acc",
+                                                     "pos_acc", "ori_pos_acc")}}
     if t.get("undecided"):  # the judge's own caveat travels with the row (e.g. an original accuracy of 0)
         row["undecided"] = t["undecided"]
     return row
 
 
 def between_finding(gl: dict) -> str:
+    from verify.checks import _nd_scan as S_
+
     med = gl["medians"]
-    return (f"Between two independently trained glyph networks ({gl['inputs']}): median rel err "
-            f"{med['rel_err']:.3f}, support {med['support']:.0f}, acc {med['acc']:.3f} (original "
-            f"{med['ori_acc']:.3f}), positive acc {med['pos_acc']:.3f} (original {med['ori_pos_acc']:.3f}); "
-            f"miss per part (tolerance units): { {k: round(v, 3) for k, v in gl['miss parts'].items()} }.")
+    return (f"Between two independently trained glyph networks ({gl['inputs']}): {S_.summary(gl['existential'])}. "
+            f"Typical reading: median error {med['spread_rel_err']:.3f} of the logit's spread (|f|-relative "
+            f"{med['rel_err']:.3f}), support {med['support']:.0f}, acc {med['acc']:.3f} (original {med['ori_acc']:.3f}), "
+            f"positive acc {med['pos_acc']:.3f} (original {med['ori_pos_acc']:.3f}).")
 
 
 def between_details(gl: dict) -> dict:
-    return {"glyph verdict (Sec 2.4 / Fig 2e–f on two trained glyph networks)":
-            f"{'holds' if gl['miss'] <= 1 else 'does not hold'}: {gl['inputs']}",
-            "glyph: medians of Table 1's columns": gl["medians"],
-            "glyph: miss parts (tolerance units)": gl["miss parts"],
-            "glyph: per category": {r["name"]: row_view(r) for r in gl["rows"]},
+    from verify.checks import _nd_scan as S_
+
+    return {"glyph verdict (Sec 2.4 / Fig 2e–f, there exists, on two trained glyph networks)":
+            f"{'holds' if gl['holds'] else 'does not hold'}: {gl['inputs']}",
+            "glyph: existential scan": S_.details(gl["existential"]),
+            "glyph, typical reading: medians of Table 1's columns": gl["medians"],
+            "glyph, typical reading: miss parts (tolerance units)": gl["miss parts"],
+            "glyph, typical reading: per category": {r["name"]: row_view(r) for r in gl["rows"]},
             "glyph: precondition (held-out accuracy)": gl["precondition"],
-            "glyph: sensitivity (λ moved; median columns, miss in tolerance units)": gl.get("sensitivity")}
+            "glyph, typical reading: sensitivity (λ moved; median columns, miss in tolerance units)":
+                gl.get("sensitivity")}
 
 
 def row_view(r: dict) -> dict:
-    keys = ("dependency", "abs_err", "rel_err", "acc", "ori_acc", "pos_acc", "ori_pos_acc", "n_pos", "support",
+    keys = ("dependency", "abs_err", "spread_rel_err", "rel_err", "acc", "ori_acc", "pos_acc", "ori_pos_acc", "n_pos",
+            "support",
             "n_fit", "n_test", "held-out photograph")
     return {k: (round(float(r[k]), 4) if isinstance(r.get(k), (float, np.floating)) else r.get(k))
             for k in keys if k in r}

@@ -489,12 +489,14 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
 
 @check(
     "nd.between_networks", equation="Sec 2.4 (Eq 2, 5, 7 for f̃), Fig 2e–f", kind="numeric",
-    tolerance=f"identities within 1e-9 relative; KKT ≤ {KKT_TOL:g}·λ_max; glyph networks: ND Table 1's tolerances "
-              "(median rel err ≤ 0.3, support ≤ 50, acc ≥ 0.95·ori, pos acc ≥ 0.85·ori)",
+    tolerance=f"identities within 1e-9 relative; KKT ≤ {KKT_TOL:g}·λ_max; glyph networks: some category of g shows "
+              "ND's picture predicted from f's other logits (support ≤ 4, held-out error ≤ 0.3 of the logit's spread, "
+              "acc ≥ 0.95·ori, pos acc ≥ 0.85·ori) at some ρ of the grid, chosen on the selection images and "
+              "confirmed on the held-out faces",
     tolerance_reason="all identities are exact for the second moment of f̃; the tolerances are rounding of n×n solves. "
-                     "The glyph verdict reads Sec 2.4's 'no essential difference from the within network ones' and "
-                     "Fig 2e–f as: g's logit i is predicted from f's other logits as well as ND Table 1's within-"
-                     "network cases are (its worst rows), held out (verify/checks/_glyph_real.py)",
+                     "The glyph verdict reads Fig 2e–f (chosen cases, 'we can observe clear neural dependencies' "
+                     "between networks) as ND's existential claim with Table 1's tolerances (verify/checks/_nd_scan.py, "
+                     "_glyph_real.py); the typical reading (median over a seeded draw at ρ = 0.02) is reported",
     negative_control="the cross moments E[f g_i] and E[g_i²] normalised by N − 1 (np.cov's default) while E[f fᵀ] "
                      "uses N: mixed_cov then builds a slightly inconsistent Coṽ, solved and checked against f̃'s KKT "
                      "conditions, λ_max and floor; on the glyph networks, f's held-out logits taken from other "
@@ -514,12 +516,13 @@ def between_networks(ctx, planted, positive=False):
     (a broken library, whatever the glyph line says); when only the glyph line misses it is ``refuted`` with its
     numbers; when a glyph network is below its required held-out accuracy the Result is ``undecided`` (reported).
     The positive control runs the glyph line's code on planted logits (the identities have no positive side)."""
+    from verify.checks import _nd_scan as S_
     from verify.checks._glyph_real import between_details, between_finding, between_glyph
 
     if positive:
         gl = between_glyph(ctx, planted, positive=True)
-        return Result(measured=gl["medians"]["rel_err"], expected="rel err <= 0.3 (planted)", holds=gl["holds"],
-                      miss=gl["miss"], details={"planted": gl["medians"]})
+        return Result(measured=S_.summary(gl["existential"]), expected="category 0 confirmed (planted)",
+                      holds=gl["holds"], miss=gl["miss"], details={"planted": S_.details(gl["existential"])})
     rng = ctx.rng("nets")
     n, p, N = (40, 25, 4000) if ctx.quick else (120, 80, 20000)
     F, G, y = two_networks(N, n, p, rng)
@@ -554,14 +557,15 @@ def between_networks(ctx, planted, positive=False):
     miss_id = max(worst_build / 1e-9, worst_kkt / KKT_TOL, worst_floor / 1e-8, worst_lmax / 1e-12,
                   worst_metrics / 1e-9)
     gl = between_glyph(ctx, planted)
-    med = gl["medians"]
     miss = max(miss_id, gl["miss"])
     # identities exact and the glyph line misses: a finding; identities broken: no finding, so a fail
     finding = between_finding(gl) if miss_id <= 1 and gl["miss"] > 1 and not planted else None
+    line = S_.typical_line(gl)
     return Result(
-        measured=f"KKT {worst_kkt:.2e}; glyph median rel err {med['rel_err']:.3f}, support {med['support']:.0f}",
-        expected=f"KKT <= {KKT_TOL:g}·λ_max; glyph rel err <= 0.3, support <= 50, acc/pos acc within Tab 1's losses",
+        measured=f"KKT {worst_kkt:.2e}; glyph: {S_.summary(gl['existential'])}",
+        expected=f"KKT <= {KKT_TOL:g}·λ_max; glyph: at least one category of g confirmed on the held-out faces",
         holds=bool(miss <= 1), miss=float(miss), finding=finding, undecided=gl["undecided"] if not planted else None,
+        readings={"glyph, typical: median over a seeded random draw at ρ = 0.02 (Table 1's tolerances)": line},
         details={"mixed_cov from cross moments vs Gram of f̃ (relative)": worst_build,
                  "|λ_max used − 2 max_j |E[f_j g_i]|| / λ_max": worst_lmax,
                  "|err(θ*(0)) − 1/(Coṽ⁻¹)_ii| / E[g_i²]": worst_floor,

@@ -7,12 +7,12 @@ own label level is below MIN_ACC = 0.5 (chance ≈ 0.01) is not trained: its run
 verdict. Quick: a 200-class task, 3 classes per script, 8 images, 3 epochs — not trained, so quick reports.
 
 **vc.training_collapse** (VC Sec 6.2: "Fuzziness and VCI show a decreasing trend"; Fig 6: "test collapse also
-happens for VCI"). Judged: VCI and fuzziness *decrease* over the horizons epochs 1, 2, 4, 8 (four horizons; epoch 0,
-the initialisation, is drawn, not judged) on the training images and on held-out aug_test images (the test set of
-the training distribution, as the paper's CIFAR/ImageNet test sets); the face_test curves (faces never seen) and the
-squared-distance and cosine-similarity curves ("need not", Sec 4.1) are reported. "Decreases" = Spearman's ρ(epoch,
-metric) ≤ −0.8 (over four horizons: at most one adjacent inversion; the paper's curves are not monotone either) and
-a relative drop (m(1) − m(8))/m(1) ≥ 5 %. Three seeds (initialisation and batch order).
+happens for VCI"). Judged over the horizons epochs 1, 2, 4, 8 (epoch 0, the initialisation, is drawn, not judged):
+VCI *decreases* on the training images and on held-out aug_test images (the test set of the training
+distribution); fuzziness decreases on the training images, read at the checkpoints where Σ_B resolves the paper's
+rank min(p, K − 1) (VC Sec 6.1; elsewhere VC's quantity is undefined). "Decreases" = Spearman's ρ(epoch, metric)
+≤ −0.8 (at most one adjacent inversion) and a relative drop ≥ 5 %. Held-out fuzziness, face_test and the
+squared-distance and cosine-similarity curves ("need not", Sec 4.1) are reported. Three seeds.
 
 **vc.transfer_correlation** (VC Sec 6.3, Fig 7, Eq 6, App C). τ group: τ ∈ {0.1, 0.2, 0.4, 0.6, 0.8, 1} at λ = 0;
 λ group: λ ∈ {0, 2.5, 3.75, 5, 7.5, 10} at τ = 1 (the paper's grids; its λ group's unregularised end is its τ = 1
@@ -39,7 +39,6 @@ from verify.registry import Result, check
 
 RHO_MAX = -0.8   # Spearman ρ(epoch, metric) at most this: a decreasing trend over the horizons
 DROP_MIN = 0.05  # relative drop from the first to the last horizon at least this
-JUDGED = ("vci", "fuzziness")
 JUDGED_SPLITS = ("train", "aug_test")
 ALPHA = 0.05
 # VC App C Table 2 (the paper's own numbers): Fuzziness, Sqr Dist, Cos Sim, VCI, MLOG for τ = 0.1 … 1 and λ = 2.5 … 10
@@ -68,12 +67,21 @@ def trend(curve) -> dict:
     return {"rho": rho, "drop": drop, "holds": bool(miss <= 1), "miss": float(miss)}
 
 
-def judge_collapse(curves: dict, judged_rows) -> dict:
-    """Trends of the JUDGED metrics on JUDGED_SPLITS; ``curves[split]`` is (horizons, 4) in ve.METRICS order."""
+JUDGED_ITEMS = (("vci", "train"), ("vci", "aug_test"), ("fuzziness", "train"))  # VC Sec 6.2; Fig 6: VCI's test collapse
+
+
+def judge_collapse(curves: dict, judged_rows, readable=None) -> dict:
+    """Trends of JUDGED_ITEMS; ``curves[split]`` is (horizons, 4) in ve.METRICS order, ``judged_rows`` the horizons.
+    ``readable[split]`` (bool per checkpoint): where fuzziness is read at the paper's rank min(p, K − 1) (VC Sec
+    6.1); fuzziness is judged over those horizons only, and not at all (None) when fewer than 3 remain."""
     out = {}
-    for sp in JUDGED_SPLITS:
-        for m in JUDGED:
-            out[f"{m} on {sp}"] = trend(np.asarray(curves[sp])[judged_rows, ve.METRICS.index(m)])
+    idx = np.arange(len(next(iter(curves.values()))))[judged_rows]
+    for m, sp in JUDGED_ITEMS:
+        rows = idx
+        if m == "fuzziness" and readable is not None:
+            rows = idx[np.asarray(readable[sp], bool)[idx]]
+        out[f"{m} on {sp}"] = (trend(np.asarray(curves[sp])[rows, ve.METRICS.index(m)]) if len(rows) >= 3 else
+                               None)
     return out
 
 
@@ -99,51 +107,37 @@ def _fmt(x):
     return float(f"{x:.4g}")
 
 
-def paper_rank_trends(r) -> dict:
-    """The judged trends with fuzziness read only at the horizons where the paper's rank min(p, K − 1) is resolved
-    (no fallback): VC's own definition, where our fallback rank (dead ReLU units) would compare sums over different
-    numbers of directions. None when fewer than 3 such horizons remain."""
-    out = {}
-    for sp in JUDGED_SPLITS:
-        ok = ~np.asarray(r[f"{sp}/fuzziness_fallback"], bool)
-        ok[0] = False  # the initialisation is never a horizon
-        M = np.asarray(r[f"{sp}/metrics"])
-        out[f"vci on {sp}"] = trend(M[1:, ve.METRICS.index("vci")])
-        if ok.sum() < 3:
-            return None
-        out[f"fuzziness on {sp}"] = trend(M[ok, ve.METRICS.index("fuzziness")])
-    return out
-
-
-def collapse_sensitivity(quick: bool, device, seed: int) -> dict:
-    """Judged trends (ρ, drop, holds): this seed's network with fuzziness at the paper's rank only, and seed 0's
-    τ = 1, λ = 0 network in each regime of ve.SENSITIVITY, over its checkpoints after the initialisation."""
+def collapse_sensitivity(quick: bool, device) -> dict:
+    """Judged trends (ρ, drop, holds) of seed 0's τ = 1, λ = 0 network in each regime of ve.SENSITIVITY, over its
+    checkpoints after the initialisation (fuzziness where the paper's rank is resolved)."""
     rows = {}
-    r = ve.collapse_curves(quick, seed, device)
-    v = paper_rank_trends(r)
-    name = "fuzziness at the paper's rank only (horizons where min(p, K − 1) is resolved)"
-    rows[name] = ({k: [_fmt(x["rho"]), _fmt(x["drop"]), x["holds"]] for k, x in v.items()} if v is not None else
-                  "fewer than 3 such horizons")
-    if v is not None:
-        rows[name]["horizons (epochs)"] = {sp: [int(e) for e, f in zip(r["epochs"], r[f"{sp}/fuzziness_fallback"])
-                                                if e > 0 and not f] for sp in JUDGED_SPLITS}
     for name, arch, epochs, _, _ in ve.SENSITIVITY[bool(quick)]:
         r = ve.collapse_curves(quick, 0, device, arch, epochs)
-        v = judge_collapse({sp: r[f"{sp}/metrics"] for sp in ve.SPLITS}, slice(1, None))
-        rows[name] = {k: [_fmt(x["rho"]), _fmt(x["drop"]), x["holds"]] for k, x in v.items()}
+        v = judge_collapse({sp: r[f"{sp}/metrics"] for sp in ve.SPLITS}, slice(1, None), _readable(r))
+        rows[name] = {k: ([_fmt(x["rho"]), _fmt(x["drop"]), x["holds"]] if x else "not readable")
+                      for k, x in v.items()}
         rows[name]["final aug_test accuracy"] = _fmt(r["aug_test/accuracy"][-1])
     return rows
 
 
+def _readable(r) -> dict:
+    """Per split: the checkpoints where fuzziness was read at the paper's rank (no fallback)."""
+    return {sp: ~np.asarray(r[f"{sp}/fuzziness_fallback"], bool) for sp in ve.SPLITS}
+
+
 @check(
     "vc.training_collapse", equation="Sec 6.2, Fig 3–6, App B Fig 8", kind="sim", seeds=3,
-    tolerance=f"VCI and fuzziness on train and aug_test features over epochs 1, 2, 4, 8: Spearman ρ ≤ {RHO_MAX:g} "
-              f"and relative drop ≥ {DROP_MIN:.0%}; every seed's network trained (aug_test accuracy ≥ "
+    tolerance=f"over the checkpoints after initialisation (epochs 1, 2, 4, 8): VCI on train and on aug_test, and "
+              f"fuzziness on train at the checkpoints where its rank min(p, K − 1) is resolved (≥ 3 of them): Spearman "
+              f"ρ ≤ {RHO_MAX:g} and relative drop ≥ {DROP_MIN:.0%}; every seed's network trained (aug_test accuracy ≥ "
               f"{pt.MIN_ACC:g})",
-    tolerance_reason="the paper reads a 'decreasing trend' off noisy curves (Fig 3): over four horizons ρ ≤ −0.8 "
-                     "allows one adjacent inversion, and a 5 % drop separates a trend from the noise of a flat curve "
-                     "(the permuted-label control moves by a few %); fixed before the runs. Held-out = aug_test (the "
-                     "training distribution's test set, as the paper's); face_test reported",
+    tolerance_reason="VC Sec 6.2: 'Fuzziness and VCI show a decreasing trend' (training features) and Fig 6 'test "
+                     "collapse also happens for VCI' (held-out features: VCI only). Fuzziness is VC's Tr[Σ_B†Σ_W] at "
+                     "rank min(p, K − 1) (Sec 6.1): at a checkpoint where Σ_B does not resolve that rank (dead ReLU units "
+                     "of an untrained net) the paper's quantity is undefined, so it is not read there. A 'decreasing "
+                     "trend' off noisy curves: over four horizons ρ ≤ −0.8 allows one adjacent inversion, and a 5 % "
+                     "drop separates a trend from a flat curve (the permuted-label control moves by a few %); fixed "
+                     "before the runs. face_test, held-out fuzziness, squared distance and cosine similarity reported",
     negative_control="the same curves with the fine labels permuted over the samples (features paired with the wrong "
                      "labels, a misaligned label array): VCI and fuzziness of a labelling the network never learned "
                      "must not show the decrease",
@@ -155,27 +149,35 @@ def training_collapse(ctx, planted, positive=False):
     """VC Sec 6.2 on one seed's τ = 1, λ = 0 glyph LeNet (module doc)."""
     if positive:
         curves = constructed_curves(ctx.rng("positive"))
-        rows = slice(None)
+        rows, readable = slice(None), None
         acc_ok, acc = True, None
     else:
         r = ve.collapse_curves(ctx.quick, ctx.seed, ctx.device)
         key = "permuted" if planted else "metrics"
         curves = {sp: r[f"{sp}/{key}"] for sp in ve.SPLITS}
         rows = slice(1, None)  # horizons: every checkpoint after the initialisation
+        readable = _readable(r)
         acc = float(r["aug_test/accuracy"][-1])
         acc_ok = acc >= pt.MIN_ACC
-    verdicts = judge_collapse(curves, rows)
-    miss = max(v["miss"] for v in verdicts.values())
-    holds = bool(miss <= 1) and acc_ok
+    verdicts = judge_collapse(curves, rows, readable)
+    unreadable = [k for k, v in verdicts.items() if v is None]
+    judged = {k: v for k, v in verdicts.items() if v is not None}
+    miss = max(v["miss"] for v in judged.values())
+    holds = bool(miss <= 1) and acc_ok and not unreadable
     if not acc_ok:
         miss = max(miss, pt.MIN_ACC / max(acc, 1e-9))
-    measured = {k: f"ρ = {v['rho']:+.2f}, drop {v['drop']:+.1%}" for k, v in verdicts.items()}
-    details = {"judged (ρ, relative drop; holds)": {k: [_fmt(v["rho"]), _fmt(v["drop"]), v["holds"]]
+    if unreadable:
+        miss = max(miss, 1.0 + 1e-9)
+    measured = {k: f"ρ = {v['rho']:+.2f}, drop {v['drop']:+.1%}" for k, v in judged.items()}
+    details = {"judged (ρ, relative drop; holds)": {k: ([_fmt(v["rho"]), _fmt(v["drop"]), v["holds"]] if v else
+                                                        "fewer than 3 checkpoints with the paper's rank")
                                                     for k, v in verdicts.items()}}
     undecided = finding = None
     if not positive:
         ep = [int(e) for e in r["epochs"]]
         details["epochs (checkpoints; 0 = initialisation, drawn not judged)"] = ep
+        details["checkpoints where fuzziness has the paper's rank"] = {
+            sp: [e for e, ok in zip(ep, readable[sp]) if ok] for sp in ve.SPLITS}
         for sp in ve.SPLITS:
             details[f"{sp}: accuracy at each checkpoint"] = [_fmt(a) for a in r[f"{sp}/accuracy"]]
             for j, m in enumerate(ve.METRICS):
@@ -185,30 +187,30 @@ def training_collapse(ctx, planted, positive=False):
             for m in ve.METRICS:
                 t = trend(np.asarray(curves[sp])[rows, ve.METRICS.index(m)])
                 rep[f"{m} on {sp}"] = f"ρ = {t['rho']:+.2f}, drop {t['drop']:+.1%} ({'decreases' if t['holds'] else 'no'})"
-        details["every metric and split, same reading (squared distance and cosine similarity 'need not'; "
-                "face_test reported)"] = rep
-        details["training"] = (f"{r['seconds']:.1f} s, {r['images_per_s']:.0f} images/s (measured when trained; "
-                               "load not recorded here: see docs/glyph_checks.md)")
+        details["every metric and split, every horizon (squared distance and cosine similarity 'need not'; held-out "
+                "fuzziness and face_test reported)"] = rep
+        details["training"] = f"{r['seconds']:.1f} s, {r['images_per_s']:.0f} images/s (measured when trained)"
         if not acc_ok and not planted:
             undecided = (f"the network is not trained: aug_test accuracy {acc:.3f} < {pt.MIN_ACC:g} at the last "
                          "checkpoint (the regime's precondition)")
+        elif unreadable and not planted:
+            undecided = (f"{', '.join(unreadable)}: fewer than 3 checkpoints where Σ_B resolves the paper's rank "
+                         "min(p, K − 1): VC's fuzziness is undefined there")
         elif not holds and not planted:
-            bad = [k for k, v in verdicts.items() if not v["holds"]]
-            sens = collapse_sensitivity(ctx.quick, ctx.device, ctx.seed)
+            bad = [k for k, v in judged.items() if not v["holds"]]
+            sens = collapse_sensitivity(ctx.quick, ctx.device)
             details["sensitivity (regime moved toward the paper: ρ, drop, decreases?)"] = sens
-            text = "; ".join(f"{name}: " + (", ".join(f"{k} {'yes' if row[k][2] else 'no'}" for k in bad if k in row)
-                                            if isinstance(row, dict) else row) for name, row in sens.items())
+            text = "; ".join(f"{name}: " + ", ".join(f"{k} {'yes' if isinstance(row.get(k), list) and row[k][2] else 'no'}"
+                                                     for k in bad) for name, row in sens.items())
             away = [name for name, row in sens.items()
-                    if isinstance(row, dict) and all(row[k][2] for k in verdicts if k in row)]
+                    if all(isinstance(row.get(k), list) and row[k][2] for k in judged)]
             if away:
                 undecided = (f"{', '.join(bad)} do(es) not decrease on seed {ctx.seed}, but the judged curves all "
                              f"decrease with {'; '.join(away)} (a choice the paper leaves open): the finding is about "
                              f"that choice. Sensitivity: {text}")
             else:
                 finding = (f"Not every judged curve decreases on seed {ctx.seed}: {', '.join(bad)} "
-                           f"({'; '.join(measured[k] for k in bad)}); "
-                           + ("VCI decreases on every judged split" if not any(k.startswith("vci") for k in bad)
-                              else "VCI is among them") + f". Sensitivity: {text}.")
+                           f"({'; '.join(measured[k] for k in bad)}). Sensitivity: {text}.")
     return Result(measured=measured, expected=f"ρ ≤ {RHO_MAX:g} and drop ≥ {DROP_MIN:.0%} for each",
                   holds=holds, miss=float(miss), details=details, finding=finding, undecided=undecided)
 

@@ -1,0 +1,71 @@
+"""How a check's runs become a verdict's parts: the regime rule, the miss classes of a negative control, JSON values.
+
+The regime rule (one rule for every verdict): a paper's claim is refuted only where the conditions the paper states
+for it hold in the setup. A run that does not hold while a condition it measured (``Result.regime``) fails gives no
+refutation: it becomes ``undecided`` with the failed conditions named — a finding *in that regime*.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def outside_regime(r):
+    """``r`` (a Result) with ``undecided`` set when it does not hold and a stated condition of the paper failed."""
+    if r.holds or r.undecided or not r.regime:
+        return r
+    failed = {k: v for k, v in r.regime.items() if not v["holds"]}
+    if failed:
+        r.undecided = ("outside the paper's stated conditions — "
+                       + "; ".join(f"{k} (measured: {v.get('measured')})" for k, v in failed.items())
+                       + ": what was measured is a finding in this regime, not a refutation")
+    return r
+
+
+MISS_CLASSES = (  # (upper bound on a negative control's miss in tolerance units, class)
+    (1.0, "HELD (broken control)"),
+    (10.0, "near miss"),
+    (1e3, "clear"),
+    (math.inf, "far: catches nothing subtle?"),
+)
+
+
+def miss_class(miss: float | None, kind: str = "") -> str:
+    """How far a negative control misses, in words: near miss ≤ 10, clear ≤ 10³, far > 10³ tolerances.
+
+    An infinite miss of a symbolic comparison is "exact" (a symbolic identity either holds or not);
+    elsewhere it is "far". None (the check sets no ``Result.miss``) is "not recorded".
+    """
+    if miss is None:
+        return "not recorded"
+    m = float(miss)
+    if math.isinf(m) and kind.startswith("symbolic"):
+        return "exact (symbolic)"
+    return next(label for bound, label in MISS_CLASSES if m <= bound)
+
+
+def to_jsonable(x: Any) -> Any:
+    """numpy scalars/arrays, paths, tuples and non-finite floats to plain JSON values."""
+    if isinstance(x, dict):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return to_jsonable(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        return v if math.isfinite(v) else str(v)
+    if isinstance(x, Path):
+        return str(x)
+    if x is None or isinstance(x, (str, int)):
+        return x
+    return str(x)
+
+
