@@ -229,8 +229,22 @@ def entry_lock(path: Path):
 
 
 def _compute_and_save(name, path, k, compute, fingerprint, modules) -> dict:
+    from sims.codehash import stale
+
     result = compute()
     if not isinstance(result, dict):
         raise TypeError(f"cached({name}): compute() must return a dict, got {type(result).__name__}")
+    old = stale(modules)
+    if old:  # the key is the code on disk; this process ran older code: storing it there would lie
+        import warnings
+
+        warnings.warn(f"cached({name}): not stored — {', '.join(old)} changed on disk after this process imported "
+                      f"it, so the result was computed by older code than the key names", RuntimeWarning, stacklevel=3)
+        tmp = path.with_name(f".unstored-{os.getpid()}-{path.name}")  # the same round trip as a stored entry
+        try:
+            _save_entry(tmp, result, {"name": name, "key": k, "code": fingerprint, "modules": modules})
+            return _load_entry(tmp, k)
+        finally:
+            tmp.unlink(missing_ok=True)
     _save_entry(path, result, {"name": name, "key": k, "code": fingerprint, "modules": modules})
     return _load_entry(path, k)

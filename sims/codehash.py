@@ -25,6 +25,38 @@ import types
 from pathlib import Path
 
 IGNORED = frozenset({"sims.cache", "sims.codehash"})
+_T0 = __import__("time").time()
+_LOADED_AT: dict[str, float] = {}  # source file -> when this process executed it as a module (audit event "exec")
+
+
+def _on_exec(event: str, args) -> None:
+    """A module's code object executed (every import path runs ``exec(code, module.__dict__)``): note when."""
+    if event == "exec" and args:
+        code = args[0]
+        if getattr(code, "co_name", None) == "<module>":
+            _LOADED_AT[os.path.realpath(code.co_filename)] = __import__("time").time()
+
+
+sys.addaudithook(_on_exec)
+
+
+def stale(modules) -> list[str]:
+    """The modules among ``modules`` that this process imported *before* their source file last changed: it runs
+    older code than the file holds, so a fingerprint read from the files now would not be the code that computed a
+    result. A module imported before this one was is taken as imported when this module was (a sub-second window)."""
+    out = []
+    for name in modules:
+        mod = sys.modules.get(name)
+        f = getattr(mod, "__file__", None) if mod is not None else None
+        if not f:
+            continue
+        try:
+            mtime = os.stat(f).st_mtime
+        except OSError:
+            continue
+        if mtime > _LOADED_AT.get(os.path.realpath(f), _T0):
+            out.append(name)
+    return sorted(out)
 _IMPORTS: dict[str, tuple] = {}  # content sha256 -> imported module names (parsing memoised by content)
 
 

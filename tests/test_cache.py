@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -237,3 +238,44 @@ def test_entry_lock_is_reentrant_and_threads_wait(cache_env):
         order.append("outer done")
     t.join(600)  # a limit only a hang reaches: the order below is fixed by the lock, not by the 0.3 s sleep
     assert order == ["inner", "outer done", "other"]
+
+
+_EDITED_MID_RUN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    import helper_mod                       # imported: the process now runs this version
+    from sims.cache import cached
+    Path(sys.argv[2]).write_text("imported")
+    while not Path(sys.argv[3]).exists():   # the test edits helper_mod.py meanwhile
+        time.sleep(0.02)
+    print(cached("edited_mid_run", {"p": 1}, helper_mod.compute)["v"])
+""")
+
+
+def test_a_dependency_edited_mid_run_is_not_stored_under_the_new_code(cache_env, tmp_path):
+    """A process imports a module, the module's file is edited, then the process computes an entry: its key (the
+    code on disk) names the new code, its result is the old code's — it is returned but not stored; a fresh process
+    computes and stores the new code's result."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "helper_mod.py").write_text("def compute():\n    return {'v': 1.0}\n")
+    script, started, go = tmp_path / "run.py", tmp_path / "started", tmp_path / "go"
+    script.write_text(_EDITED_MID_RUN)
+    env = dict(os.environ, THEORYLAB_CACHE=str(cache_env.parent), PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, str(script), str(pkg), str(started), str(go)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600  # only a hang reaches it: the script writes the file once it has imported
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.05)  # the edit must be later than the import on the file's mtime clock
+    (pkg / "helper_mod.py").write_text("def compute():\n    return {'v': 2.0}\n")
+    go.write_text("")
+    out, err = proc.communicate(timeout=600)
+    assert out.strip() == "1.0" and "not stored" in err and "helper_mod" in err, err
+    assert not list(cache_env.glob("edited_mid_run-*.npz"))
+    fresh = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import helper_mod; "
+                            "from sims.cache import cached; print(cached('edited_mid_run', {'p': 1}, "
+                            "helper_mod.compute)['v'])", str(pkg)], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert fresh.stdout.strip() == "2.0" and len(list(cache_env.glob("edited_mid_run-*.npz"))) == 1

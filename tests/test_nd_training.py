@@ -17,10 +17,12 @@ def tiny_cache(tmp_path, monkeypatch):
 
 
 def test_new_categories_check_judges_tab4(tmp_path):
-    """Quick size, seed 0 (runs 0–7): Tab 4's +1.7 pp is rejected by the t-test with adequate power -> refuted, with
-    both controls behaving; Tab 2's 'comparable' and the weaker 'loses little' hold."""
+    """Quick size, seed 0 (runs 0–7): Tab 4's +1.7 pp is rejected by the t-test with adequate power, with both controls
+    behaving; Tab 2's 'comparable' and the weaker 'loses little' hold. The task has 100 base classes, below ND's stated
+    setting (≥ 900, TAB4_REGIME): a finding in that regime, reported, with the condition named."""
     out = run_quick("nd.new_categories", tmp_path=tmp_path)
-    assert out.status == "refuted", (out.error, out.details)
+    assert out.status == "reported", (out.error, out.details)
+    assert out.regime and not out.regime[nd.TAB4_REGIME]["holds"], out.regime
     assert out.negative_control_result == "failed as it should" and out.control_miss > 1
     assert out.positive_control_result == "held as it should" and out.positive_miss <= 1
     d = out.details
@@ -35,11 +37,20 @@ def test_new_categories_decision_is_stable_across_seeds(tmp_path):
     """The decision does not flip with the seed: replications 0 and 1 (runs 0–7 and 8–15, disjoint) both reject
     +1.7 pp with power ≥ 0.8 (the old point-estimate rule flipped between refuted and reported, misses 0.998–1.018)."""
     outs = [run_quick("nd.new_categories", seed=s, tmp_path=tmp_path) for s in (0, 1)]
-    assert [o.status for o in outs] == ["refuted", "refuted"], [(o.status, o.measured) for o in outs]
+    assert [o.status for o in outs] == ["reported", "reported"], [(o.status, o.measured) for o in outs]  # regime
     for seed in (0, 1):
         runs = [dt.new_categories_result(True, k) for k in nd._run_seeds(True, seed)]  # cached by the runs above
         t4 = nd._new_categories_verdicts([nd._gaps(r, "dependency") for r in runs])["tab4"]
         assert t4["power"] >= nd.POWER_MIN and t4["rejected"] and t4["miss_reject"] > 2, t4
+
+
+def test_new_categories_refutes_inside_the_papers_setting(tmp_path, monkeypatch):
+    """The same runs with ND's setting moved to the task's size (as if its base classes were Tab 4's 900): the
+    rejection inside the stated setting is a refutation. The regime decides the status; the test decides the line."""
+    monkeypatch.setattr(nd, "TAB4_BASE_CLASSES", 1)
+    out = run_quick("nd.new_categories", tmp_path=tmp_path)
+    assert out.status == "refuted", (out.status, out.regime)
+    assert out.regime[nd.TAB4_REGIME]["holds"]
 
 
 def test_new_categories_reports_when_the_sample_cannot_tell(tmp_path, monkeypatch):

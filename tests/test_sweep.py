@@ -800,3 +800,25 @@ def test_sweep_memory_budget_refuses_the_largest_point_and_sizes_the_local_pool(
     assert budget.check(exp, small, "local", 3)["workers"] == 3 and capsys.readouterr().err == ""
     toyless = experiments.Experiment("noest", lambda p, s: {}, "no estimate", params={})
     assert budget.check(toyless, [{"params": {}}], "local", 2) == {"workers": 2, "bytes": None, "flops": None}
+
+
+def test_a_plugin_edited_while_its_point_runs_is_not_stored_under_its_key(tmp_path):
+    """The point's key names the code on disk when the sweep started; the worker's code is checked after the run: a
+    plugin edited while a point runs makes that point fail (rerun with --retry-failed), never a result stored under
+    the old code's key."""
+    cmd, env, gate = _gated(tmp_path, [1.0, 2.0], name="edit")
+    out = tmp_path / "edit"
+    _open(gate, 1)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (gate / "done").exists() and len(list((gate / "done").iterdir())) >= 1 and
+              len(list((out / "points").glob("*.json"))) >= 1 if (out / "points").exists() else False, proc,
+              "the first point")
+    plugin = tmp_path / "gated_plugin.py"
+    plugin.write_text(plugin.read_text() + "\n# edited while the second point runs\n")
+    _open(gate, 2)
+    _, err = proc.communicate(timeout=HANG)
+    recs = _point_files(out)
+    assert sorted(r[2] for r in recs.values()) == ["done", "failed"]
+    failed = next(json.loads(f.read_text()) for f in (out / "points").glob("*.json")
+                  if json.loads(f.read_text())["status"] == "failed")
+    assert "not the code the point's key names" in failed["error"]

@@ -93,12 +93,27 @@ def catalog(plugins=(), entry_points: bool = True) -> dict[str, dict]:
 
 
 def list_claims(patterns=(), plugins=(), entry_points: bool = True) -> list[dict]:
-    """The catalog entries matching ``patterns``, each with ``implemented`` (a check is registered)."""
+    """The catalog entries matching ``patterns``, each with ``implemented`` (a check is registered), ``source``
+    (built-in or plugin) and ``file`` (where the check's code is: path relative to the project, and line)."""
     found = load_checks(plugins, entry_points)
     cat = registry.load_catalog()
     builtin = registry.builtin_catalog()
-    return [dict(cat[i], implemented=i in found, source="built-in" if i in builtin else "plugin")
+    return [dict(cat[i], implemented=i in found, source="built-in" if i in builtin else "plugin",
+                 file=_where(found[i].compare) if i in found else None)
             for i in select(cat, patterns, strict=True)]
+
+
+def _where(fn) -> str | None:
+    """``path:line`` of a check's function (relative to the project root when inside it)."""
+    import inspect
+
+    fn = inspect.unwrap(fn)
+    try:
+        path, line = Path(inspect.getsourcefile(fn)), inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return None
+    root = Path(__file__).resolve().parents[1]
+    return f"{path.relative_to(root) if path.is_relative_to(root) else path}:{line}"
 
 
 def check_device(device: str) -> str:

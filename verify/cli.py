@@ -56,7 +56,7 @@ def cmd_list(args) -> int:
         report.write_ndjson(args.json, rows)
     for r in rows:
         state = "implemented" if r["implemented"] else "missing"
-        print(f"{r['id']:32s} {state:12s} {r['kind']:17s} {report.cut(r['claim'], 80)}")
+        print(f"{r['id']:32s} {state:12s} {r['kind']:17s} {r['file'] or '':38s} {report.cut(r['claim'], 60)}")
     return 0
 
 

@@ -8,44 +8,22 @@ same configuration are trained once (the cache key is the configuration and the 
 ``'lenet-s0'`` uses the same weights. Names are the same in quick and full mode; quick mode maps each name to a
 small configuration of a few seconds (100 classes) that is judged the same way.
 
-The configurations were fixed before any verdict was looked at, from the cost and accuracy of one probe training
-(LeNet, 24 images per class, 8 epochs, 1000 classes; measured below). All use the trainer's optimiser and loss
-defaults (AdamW 2·10⁻³, warm-up + cosine, τ = 1, λ = 0) and the task's default configuration :data:`TASK`
-(1000 code points, 32×32, the DejaVu Serif family held out as test faces).
+Configurations (fixed before any verdict was looked at; their costs, measured accuracies and the probe trainings
+that set them are in docs/glyph_nets.md, "The suite networks"): level 'fine', AdamW 2·10⁻³ with warm-up + cosine,
+τ = 1, λ = 0, data_seed 0, the task :data:`TASK` (1000 code points, 32×32, DejaVu Serif held out as test faces):
+
+=================  ======  =========  ========  ======  =====  ===================================
+name               arch    class set  per cl.   epochs  batch  required held-out accuracy (face, aug)
+=================  ======  =========  ========  ======  =====  ===================================
+lenet-s0, -s1      lenet   all        24        8       256    ≥ 0.30, ≥ 0.35
+lenet-base-s0      lenet   base       24        8       256    ≥ 0.30, ≥ 0.35
+(quick) the same   lenet   100 / 90   16        6       128    ≥ 0.40, ≥ 0.40
+=================  ======  =========  ========  ======  =====  ===================================
 
 Class sets (fine-class indices of the task, ordered by coverage): ``all`` = every class; ``base`` = the classes k
 with k mod 10 ≠ 9 (ND Sec 3.2's f_base; the new classes are k mod 10 = 9): 1000 / 900 / 100 in full mode, and 100 /
-90 / 10 in quick mode, whose task is :data:`TASK_QUICK` (the 100 code points of highest coverage; its images are
-drawn for those classes only, ten times cheaper than drawing the 1000-class task's and keeping 100).
-
-Configurations (level 'fine', lr 2·10⁻³, τ = 1, λ = 0, data_seed 0; the LeNet with batch norm of sims/glyphs/nets.py
-at commit ce3c71f; costs measured on the shared 2-core machine at load 10–13, one torch thread (a quiet machine is
-≈ 3–5× faster); accuracies from ``accuracy(name)``: 8 images per class and split, ``EVAL_SEED``):
-
-=================  ======  =====  ======  =====  =====  ================  ================  =============  =========
-name               arch    class  per cl  epoch  batch  required (face,   measured (face,   training       final
-                           set                          aug)              aug)              (s, img/s)     train acc
-=================  ======  =====  ======  =====  =====  ================  ================  =============  =========
-lenet-s0           lenet   1000   24      8      256    ≥ 0.30, ≥ 0.35    0.666, 0.730      459, 418       0.873
-lenet-s1           lenet   1000   24      8      256    ≥ 0.30, ≥ 0.35    0.639, 0.703      332, 578       0.861
-lenet-base-s0      lenet   900    24      8      256    ≥ 0.30, ≥ 0.35    0.670, 0.733      199, 866       0.878
-resnet-s0 (*)      resnet  1000   24      8      256    ≥ 0.30, ≥ 0.35    0.511, 0.560      1715, 112      0.679
-lenet-s0 (quick)   lenet   100    16      6      128    ≥ 0.40, ≥ 0.40    0.517, 0.483      30, 325        0.657
-lenet-s1 (quick)   lenet   100    16      6      128    ≥ 0.40, ≥ 0.40    0.531, 0.494      22, 441        0.675
-lenet-base-s0 (q)  lenet   90     16      6      128    ≥ 0.40, ≥ 0.40    0.517, 0.494      19, 451        0.682
-=================  ======  =====  ======  =====  =====  ================  ================  =============  =========
-
-(*) not used by ``make verify``: trained once for the sensitivity rows of docs/real.md (at low priority).
-
-Full mode: three 1000-class trainings (lenet-s0, lenet-s1: two seeds of ND/RD's real-model checks and the two
-independent networks of ND Sec 2.4; lenet-base-s0: ND Sec 3.2's f_base), 192 000 + 192 000 + 172 800 ≈ 557 000
-images, ≈ 170 CPU-seconds at a quiet machine's ≈ 3 300 LeNet images/s. Quick mode: ≈ 28 000 images (≈ 70 s at
-load 10) plus the 100-class task's build. The required accuracies were set from a first probe of the full
-configuration (LeNet without batch norm: 0.404 / 0.443) before any check ran; the precondition is what makes a
-check reported instead of judged. The quick configurations use batch 128: at batch 256 the 100-class quick net
-(42 steps) reached only 0.075 / 0.063 (train accuracy 0.55, measured once, before batch norm); 8 images per class,
-6 epochs, batch 64 reached 0.29 / 0.28 (below the requirement). Names ``<arch>[-base]-s<seed>`` beyond the table
-take the table's configuration with that architecture and seed.
+90 / 10 in quick mode, whose task is :data:`TASK_QUICK` (the 100 code points of highest coverage). Names
+``<arch>[-base]-s<seed>`` beyond the table take its configuration with that architecture and seed.
 """
 from __future__ import annotations
 

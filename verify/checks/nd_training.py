@@ -4,20 +4,13 @@ MLP trained here on a generated ≥ 100-class Gaussian mixture (sims.dependency_
 Both checks share one task and one all-class model f_baseline per (sizes, seed), trained once and cached.
 
 nd.regularizer judges what Sec 3.3 / Tab 3 claim (the chosen coefficient is cut; the accuracy after the fine-tuning
-is not lost); the path (specificity, per-epoch accuracy) and the penalty's scale against the cross-entropy are reported.
+is not lost); the path and the penalty's scale against the cross-entropy are reported.
 
-nd.new_categories judges Tab 4's gain (+1.7 to +2.2 pp within the new classes) with a stated test over several
-independent runs (the paper's figures are "the mean of five independent runs"): the mean of the per-run paired
-differences, a one-sided t-test of H0: Δ ≥ 1.7 pp, and the power of that test to tell +1.7 pp from a level f_all
-(Δ = 0). Without adequate power the Result is ``undecided`` and the check ``reported`` ("the sample cannot tell").
-
-nd.new_categories has a second verdict line on trained CNNs (the paper's setting: massive categories, real images):
-f_base = the glyph suite's ``lenet-base-s<seed>`` (900 code points), Θ on its frozen logits, against
-``lenet-s<seed>`` trained on all 1000 (sims.glyphs.dependencies.new_categories; one run, tested with its paired
-test-set SE). One status from the two lines (:func:`_combine`): pass when some line holds and none is refuted;
-refuted when some line is refuted and none holds; reported when the lines disagree (the claim then depends on the
-setting, which is a finding about the setting, not a verdict) or neither can tell. A glyph network below its
-required held-out accuracy makes the check reported (no verdict on an untrained network).
+nd.new_categories judges Tab 4's gain (+1.7 to +2.2 pp within the new classes) by a one-sided t-test of H0: Δ ≥ 1.7 pp
+over the mean of five independent runs (the paper's count) and its power (TAB4_RULE). A second line runs on trained
+CNNs (glyph suite: f_base ``lenet-base-s<seed>`` on 900 code points, f_baseline ``lenet-s<seed>`` on 1000; one pair,
+so it reports rather than refutes). One status from the two lines (:func:`_combine`); the synthetic line's refutation
+counts only inside ND's stated setting (TAB4_REGIME: ≥ 900 base classes of a large-scale task), measured.
 """
 from __future__ import annotations
 
@@ -211,6 +204,13 @@ def _fmt_test(v: dict) -> str:
             f"{t['mde']:.2f} pp)")
 
 
+# ND's stated setting for Tab 4: "networks learned for large-scale image classification" (abstract), "massive
+# categories" (title), 900 base classes of ImageNet-1k (Sec 3.2, 900 -> 100). The synthetic line's rejection of
+# Tab 4's gain refutes only in that setting; below it the rejection is a finding about the smaller task.
+TAB4_BASE_CLASSES = 900
+TAB4_REGIME = (f"massive categories: ≥ {TAB4_BASE_CLASSES} base classes of a large-scale classification task "
+               "(ND abstract, title; Sec 3.2 Tab 4: 900 → 100)")
+
 @check(
     "nd.new_categories", equation="Sec 3.2, Tab 2, Tab 4", kind="sim", seeds=1,
     tolerance=f"Tab 4: one-sided t-test of H0: Δ_new ≥ {TAB4_GAIN_PP:g} pp at α = {ALPHA:g}: {TAB4_RULE_TEXT}; power "
@@ -340,7 +340,11 @@ def new_categories(ctx, planted, positive=False):
                            f"{t4['power']:.2f}), all {pa['mean']:+.2f} pp",
                   expected=f"H0: new ≥ +{TAB4_GAIN_PP:g} pp not rejected at α = {ALPHA:g} with power ≥ {POWER_MIN:g} "
                            f"(Tab 4), all ≥ −{v['tol_all']:.2f} pp (Tab 2)",
-                  holds=bool(holds), miss=float(miss), details=details, finding=finding or None, undecided=undecided)
+                  holds=bool(holds), miss=float(miss), details=details, finding=finding or None, undecided=undecided,
+                  regime=None if planted or positive or glyph["verdict"] != "cannot tell" else {  # the synthetic line's
+                      TAB4_REGIME: {"measured": f"{n1} base classes of a generated Gaussian mixture (MLP width "
+                                                f"{sizes(ctx.quick)['task'].hidden})",
+                                    "holds": n1 >= TAB4_BASE_CLASSES}})
 
 
 SPECIFIC = 0.5  # reported, not judged: an untargeted pair "keeps" its coefficient if ≥ half of it (vs no penalty)

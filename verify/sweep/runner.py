@@ -125,14 +125,14 @@ def _finished(out: Path, exp, rec: dict, retry_failed: bool) -> bool:
 
 
 def _plugin_code(exp, params: dict, imports: set) -> str:
-    """The fingerprint of the plugin code the point runs ('' for built-in code); adds its module to ``imports``."""
-    code, modules = experiments.plugin_code(exp, params)
-    if not code:
-        return ""
-    from sims.codehash import code_fingerprint
+    """The fingerprint of the code the point runs — the experiment's function and what it imports, a plugin's
+    model or experiment included (:func:`verify.sweep.task.point_code`) — so that an edit of a data model, a trainer
+    or an experiment reruns the points it changes; adds a plugin's module to ``imports``."""
+    from verify.sweep.task import point_code
 
+    _, modules = experiments.plugin_code(exp, params)
     imports.update(modules)
-    return code_fingerprint(*code)[0][:16]
+    return point_code(exp, params)
 
 
 def _execute(exp, records, out, sched, client, seed, retry_failed, workers, progress, plot, name, tries, imports):
@@ -168,7 +168,8 @@ def _execute(exp, records, out, sched, client, seed, retry_failed, workers, prog
     try:
         if todo:
             backend = make_backend(sched, client, workers, len(todo), tries, imports)
-            tasks = [(i, records[i]["key"], (exp.name, records[i]["params"], records[i]["seed"], imports))
+            tasks = [(i, records[i]["key"], (exp.name, records[i]["params"], records[i]["seed"], imports,
+                                             _plugin_code(exp, records[i]["params"], set())))
                      for i in todo]
             for i, outcome in backend.run(tasks):
                 bar.update(1)
