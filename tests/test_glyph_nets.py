@@ -331,6 +331,7 @@ def test_progress_bar_reports_images_per_second_on_stderr(stand_in, capsys):
     train.train_glyph_net(StandInConfig(), **dict(TINY, progress=True))
     err = capsys.readouterr().err
     assert "img/s" in err and "lenet fine K=12" in err
+    assert "\r" not in err and len([ln for ln in err.splitlines() if "lenet fine K=12" in ln]) == 1  # a log: one line
     train.train_glyph_net(StandInConfig(), **dict(TINY, progress=False, seed=9))
     assert "img/s" not in capsys.readouterr().err
 

@@ -14,11 +14,11 @@ fingerprint (matplotlib's version and the font files' bytes) and this code.
 from __future__ import annotations
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sims import cache
 from sims.glyphs import fonts
 from sims.glyphs.render import render_canonical
+from sims.progress import bar as tqdm  # a bar on a terminal only (tqdm's rule): no redraws in logs
 
 CANVAS = 64
 NOTDEF_TOL = 8            # grey levels (of 255)
@@ -51,7 +51,8 @@ def _compute() -> dict:
     n_empty = np.zeros(len(faces), np.int64)
     n_notdef = np.zeros(len(faces), np.int64)
     total = sum(len(c) for c in cands)
-    with tqdm(total=total, desc="glyphs: surveying faces", unit="glyph", leave=False) as bar:
+    with tqdm(total=total, desc="glyphs: surveying faces", unit="glyph", leave=False,
+              disable=None) as bar:
         for j, (face, cand) in enumerate(zip(faces, cands)):
             font = fonts.load_font(face.path)
             notdef = notdef_render(font)

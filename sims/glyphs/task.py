@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from sims import cache
+from sims.progress import bar as tqdm  # a bar on a terminal only (tqdm's rule): no redraws in logs
 from sims.glyphs import augment as aug
 from sims.glyphs import classes, fonts, render, survey
 
@@ -79,7 +79,7 @@ def _build(n_classes: int, size: int, test_faces: tuple) -> dict:
     canon = np.zeros((len(pair_class), 2 * size, 2 * size), np.uint8)
     cps = s["codepoints"][rows]
     gids = {}
-    for i in tqdm(range(len(pair_class)), desc="glyphs: canonical renders", unit="glyph", leave=False):
+    for i in tqdm(range(len(pair_class)), desc="glyphs: canonical renders", unit="glyph", leave=False, disable=None):
         face = all_faces[used[pair_face[i]]]
         if face.name not in gids:
             gids[face.name] = fonts.candidates(face)
@@ -181,7 +181,7 @@ class GlyphTask:
         y = np.repeat(np.arange(K, dtype=np.int64), per_class)
         per_chunk = max(1, _CHUNK // per_class)
         with tqdm(total=N, desc=f"glyphs: {split} images", unit="img", leave=False,
-                  disable=N < 20_000) as bar:
+                  disable=True if N < 20_000 else None) as bar:
             for k0 in range(0, K, per_chunk):
                 ks = range(k0, min(K, k0 + per_chunk))
                 draws = [self._class_draws(split, per_class, seed, k, augment) for k in ks]

@@ -288,7 +288,7 @@ def fit(net, X, y, cfg: TrainConfig, device, progress=True, desc="glyph net"):
     Returns (history dict of per-epoch arrays, {epoch: CPU state dict}, seconds). ``generator`` order: the
     caller seeded the init; the epoch orders come from a generator seeded with ``cfg.seed`` here.
     """
-    from tqdm import tqdm
+    from sims.progress import bar as progress_bar
 
     gen = torch.Generator().manual_seed(int(cfg.seed) + 1_000_003)
     n = len(y)
@@ -300,8 +300,8 @@ def fit(net, X, y, cfg: TrainConfig, device, progress=True, desc="glyph net"):
     if 0 in cfg.checkpoints:
         ckpts[0] = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     hist = {"loss": [], "ce": [], "train_acc": []}
-    bar = tqdm(total=cfg.epochs * n, unit="img", unit_scale=True, desc=desc, file=sys.stderr,
-               disable=not progress, leave=False)
+    bar = progress_bar(total=cfg.epochs * n, unit="img", unit_scale=True, desc=desc, file=sys.stderr,
+                       disable=True if not progress else False, leave=False)  # one line per network in a log
     t0 = time.perf_counter()
     net.train()
     for epoch in range(1, cfg.epochs + 1):
