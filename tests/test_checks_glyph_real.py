@@ -91,7 +91,7 @@ def test_an_untrained_network_is_reported_never_judged(stand_in, cid):
     assert "NOT trained" in str(out.details)
 
 
-@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit"])
+@pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit", "nd.between_networks"])
 def test_rows_that_are_not_the_precondition_images_fail(stand_in, cid):
     """The original accuracy on the test rows is computed twice (float64 logits here, the precondition's own forward
     pass): a disagreement means the rows are not the judged images (a wrong split or net): fail, never a verdict."""
@@ -273,3 +273,18 @@ def test_accuracies_read_from_the_unmodified_prediction_fail(stand_in, monkeypat
     monkeypatch.setattr(A, "dependency_metrics", slipped)
     out = run_quick(cid)
     assert out.status == "fail" and "plain recomputation" in out.error, (out.status, out.error)
+
+
+@pytest.mark.parametrize("where", ["dependency_metrics", "replaced_logit_metrics_many"])
+def test_a_dropped_classifier_bias_is_a_fail(stand_in, monkeypatch, where):
+    """RD Eq 11 scores W F(x) and its accuracy W F(x) + b. A library that drops the bias (in the metrics of one
+    dependency or in the scan's batched metrics): on the glyph LeNets |b| ≈ 0.01 would hide it, but the positive
+    control carries b up to ±3 and a shared logit offset, so the plain recomputation disagrees: fail."""
+    import theory.neural_dependency as T
+    from sims.real import analysis as A
+
+    mod = A if where == "dependency_metrics" else T
+    real = getattr(mod, where)
+    monkeypatch.setattr(mod, where, lambda *a, offset=None, **k: real(*a, offset=None, **k))
+    out = run_quick("rd.independence_deficit")
+    assert out.status == "fail", (out.status, out.error, out.positive_control_result)

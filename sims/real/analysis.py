@@ -334,7 +334,8 @@ def dependency_scan(cov, rhos, select, test, offset=None, max_support: int = PIC
     (or i -> the second moment target i is solved on) with ``rng``: a dependency is selected only when it is
     specific (:func:`_specificity`). ``twins`` {i: categories drawn identically to i (homoglyphs)}: a dependency on
     one of them is the same drawing under two labels, not a dependency between categories: left out. Rows: category, rho,
-    support, select, test (the metrics), select_miss / test_miss (:func:`picture_miss`, the largest part)."""
+    support, theta (its nonzero entries: indices, values), select, test (the metrics), select_miss / test_miss
+    (:func:`picture_miss`, the largest part)."""
     from theory.covlasso import covlasso_all
     from theory.neural_dependency import replaced_logit_metrics_many
 
@@ -349,7 +350,8 @@ def dependency_scan(cov, rhos, select, test, offset=None, max_support: int = PIC
                 continue
             if 1 <= k <= max_support:
                 pairs.append((i, float(rho), th if thetas_for is None else thetas_for(i, th)))
-    rows = [{"category": i, "rho": rho, "support": int(np.count_nonzero(np.delete(th, i)))} for i, rho, th in pairs]
+    rows = [{"category": i, "rho": rho, "support": int(np.count_nonzero(np.delete(th, i))),
+             "theta": (np.flatnonzero(th), th[np.flatnonzero(th)])} for i, rho, th in pairs]
     for name, sets in (("select", select), ("test", test)):
         F, y = sets[0], sets[1]
         E = sets[2] if len(sets) > 2 else None

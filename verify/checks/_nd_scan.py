@@ -58,6 +58,13 @@ def scan(ctx, d: dict, S, offset=None, planted: bool = False, cache: dict | None
                              specificity_cov=C, rng=ctx.rng(f"scan-specificity-{tag}"), twins=d.get("twins"))
     ex = A.existential(rows)
     names = d.get("names")
+    for r in ex["confirmed"] + ([ex["best"]] if ex["best"] else []):
+        if not planted:  # the scan's own numbers (batched metrics) against the plain recomputation, every confirmed row
+            idx, val = r["theta"]
+            th_scan = np.zeros(S.shape[1])
+            th_scan[idx] = val
+            plain_check(scan_metrics(r["test"]), S[test], th_scan, r["category"], offset,
+                        None if y is None else y[test])
     for r in ex["confirmed"][:MAX_LISTED] + ([ex["best"]] if ex["best"] else []):
         th = A.covlasso_rho(C, r["category"], r["rho"]) if not planted else None
         if th is not None:  # the library's numbers against a plain recomputation (a slip raises: the check fails)
@@ -68,6 +75,13 @@ def scan(ctx, d: dict, S, offset=None, planted: bool = False, cache: dict | None
     if cache is not None:
         cache[key] = ex
     return ex
+
+
+def scan_metrics(m: dict) -> dict:
+    """A scan row's metrics (theory.neural_dependency.replaced_logit_metrics_many) under plain_check's names."""
+    nan = float("nan")
+    return {**m, "ori_acc": m["orig_acc"], "ori_pos_acc": nan if m["orig_pos_acc"] is None else m["orig_pos_acc"],
+            "pos_acc": nan if m["pos_acc"] is None else m["pos_acc"]}
 
 
 def _name(ex: dict, i: int) -> str:
