@@ -372,6 +372,9 @@ def finetune(model, task: dict, p: TaskParams, pair: tuple[int, int] | None, wei
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     xt, yt = _tensor(task["x_train"], device), _tensor(task["y_train"], device)
     xte, yte = task["x_test"], task["y_test"]
+    from sims.heldout import check_held_out
+
+    check_held_out(task["x_train"], xte, "nd.regularizer: the fine-tuning's samples vs the held-out read-out")
     rec = {"coef": [], "acc": [], "moment": []}
 
     def record():

@@ -113,10 +113,11 @@ def test_pooled_networks_carry_their_spread_and_refute_only_a_shown_reversal():
 
 
 def test_outside_fgs_stated_conditions_a_reversal_is_a_finding_not_a_refutation():
-    """FG App A.1: finer labels help with enough images per subclass and labels aligned with the target; the regime
-    carries both, measured, so the registry's regime rule can read it."""
+    """FG App A.1: finer labels help with enough images per subclass; FG Sec 4: easy samples the majority. The regime
+    carries both, measured, so the registry's regime rule can read it: 52 hard of 105 is a minority (holds), 53 is
+    not; 24 images per code point is limited."""
     h = {"hard": np.arange(105) < 52}
     reg = G.regime(False, h)
-    assert [v["holds"] for v in reg.values()] == [False, False]
+    assert [v["holds"] for v in reg.values()] == [False, True]
     assert "24 per code point" in next(iter(reg.values()))["measured"]
-    assert G.regime(False, {"hard": np.arange(105) < 10})[list(reg)[1]]["holds"]
+    assert not G.regime(False, {"hard": np.arange(105) < 53})[list(reg)[1]]["holds"]

@@ -81,3 +81,58 @@ def test_fit_theta_check_is_not_switched_off_at_the_call_sites():
 
     for mod in (dt, dependencies):
         assert "check=False" not in inspect.getsource(mod), mod.__name__
+
+
+def test_every_checkpoint_read_as_the_final_weights_fails(monkeypatch):
+    """vc.training_collapse's curve with every horizon read from the final weights (a flat curve)."""
+    _uncached(monkeypatch, vce)
+    real = pt.pretrain_net
+
+    def net_with_one_checkpoint(*a, **k):
+        net = real(*a, **k)
+        last = max(net.checkpoints)
+        return dataclasses.replace(net, checkpoints={e: net.checkpoints[last] for e in net.checkpoints})
+
+    monkeypatch.setattr(pt, "pretrain_net", net_with_one_checkpoint)
+    with pytest.raises(ValueError, match="earlier one"):
+        vce.collapse_curves(True, seed=0)
+
+
+def test_another_seeds_network_fails(monkeypatch):
+    """vc.training_collapse's seed 1 reading the seed-0 network (the seeds would carry no variance)."""
+    _uncached(monkeypatch, vce)
+    real = pt.pretrain_net
+    monkeypatch.setattr(pt, "pretrain_net", lambda quick, seed=0, **k: real(quick, seed=0, **k))
+    with pytest.raises(ValueError, match="trained with seed 0"):
+        vce.collapse_curves(True, seed=1)
+
+
+def test_a_constant_curve_is_no_trend():
+    from verify.checks import vc_glyphs
+
+    with pytest.raises(ValueError, match="constant"):
+        vc_glyphs.trend([0.5, 0.5, 0.5])
+    assert vc_glyphs.trend([0.5, 0.4, 0.3])["holds"]
+
+
+def test_the_regularizers_read_out_on_its_fine_tuning_samples_fails():
+    """nd.regularizer's θ_j and accuracy read on the samples it fine-tunes on (a task dict with x_test = x_train)."""
+    import torch
+
+    p = dt.TaskParams(n_classes=12, dim=8, latent_dim=4, n_train=20, n_test=10, noise=0.5, hidden=16, epochs=2,
+                      batch=32)
+    task = dt.make_mixture(p, np.random.default_rng(0))
+    model = dt.build_mlp(p.dim, p.hidden, p.n_classes, torch.Generator().manual_seed(0))
+    leaked = {**task, "x_test": task["x_train"][: len(task["x_test"])]}
+    with pytest.raises(ValueError, match="not held out"):
+        dt.finetune(model, leaked, p, (0, 1), 0.2, 1, 0.1, torch.Generator().manual_seed(1))
+    dt.finetune(model, task, p, (0, 1), 0.2, 1, 0.1, torch.Generator().manual_seed(1))  # the held-out read-out runs
+
+
+def test_held_out_guard_compares_rows_byte_for_byte():
+    from sims.heldout import check_held_out
+
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    check_held_out(a[:2], a[2:], "x")
+    with pytest.raises(ValueError, match="1 of the held-out images"):
+        check_held_out(a[:2], a[1:3], "x")

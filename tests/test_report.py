@@ -130,3 +130,17 @@ def test_skipped_checks_and_figures_name_the_install_command(tmp_path):
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["summary"]["skipped"] == 1 and data["checks"][1]["install"] == real
     assert data["checks"][1]["control_class"] is None and data["meta"]["figure_skipped"]["vc.fig2_spectra"]
+
+
+def test_a_shared_computation_is_one_piece_of_evidence_in_every_summary():
+    """rd.independence_deficit shares nd.table1_metrics's scan: the summary line, REPORT.md's summary and report.json
+    say so (two refutations, one piece of evidence)."""
+    a = Outcome(id="nd.table1_metrics", paper="ND", equation="Tab 1", kind="sim", statement="s", status="refuted")
+    b = Outcome(id="rd.independence_deficit", paper="RD", equation="Eq 12", kind="sim", statement="s",
+                status="refuted", shares="nd.table1_metrics")
+    text = report.shared_text([a, b])
+    assert "rd.independence_deficit shares nd.table1_metrics's computation" in text
+    assert "1 independent pieces of evidence" in text
+    assert report.summary_record([a, b], {})["meta"]["shared_evidence"] == {
+        "rd.independence_deficit": "nd.table1_metrics"}
+    assert report.shared_text([a]) == ""

@@ -127,7 +127,9 @@ def write_ndjson(path: Path, objs) -> None:
 
 def summary_record(outcomes: list[Outcome], meta: dict) -> dict:
     """report.json without its checks: ``meta`` (with the controls' class counts) and ``summary``."""
-    return {"meta": dict(meta, controls=controls(outcomes)["counts"]), "summary": summarize(outcomes)}
+    return {"meta": dict(meta, controls=controls(outcomes)["counts"],
+                         shared_evidence={o.id: o.shares for o in outcomes if o.shares}),
+            "summary": summarize(outcomes)}
 
 
 def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
@@ -144,15 +146,20 @@ def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def shared_text(outcomes: list[Outcome]) -> str:
+    """" (X shares Y's computation: …)" for checks whose verdict is not a second piece of evidence, else ""."""
+    shared = [o for o in outcomes if o.shares]
+    if not shared:
+        return ""
+    return (" (" + "; ".join(f"{o.id} shares {o.shares}'s computation" for o in shared)
+            + f": {len(outcomes) - len(shared)} independent pieces of evidence)")
+
+
 def summary_line(outcomes: list[Outcome], meta: dict) -> str:
     """The run's one-line summary, with the same times as REPORT.md and report.json. Checks that share another's
     computation (``Outcome.shares``) are named: their verdict is not a second piece of evidence."""
     s = summarize(outcomes)
-    line = ", ".join(f"{v} {k}" for k, v in s.items())
-    shared = [o for o in outcomes if o.shares and o.status in ("pass", "refuted")]
-    if shared:
-        line += " (" + "; ".join(f"{o.id} shares {o.shares}'s computation" for o in shared) + ": one piece of " \
-                "evidence each)"
+    line = ", ".join(f"{v} {k}" for k, v in s.items()) + shared_text(outcomes)
     n_figs = len(skipped_figures(meta))
     if n_figs:
         line += f", {n_figs} figure{'s' if n_figs > 1 else ''} skipped"
@@ -338,7 +345,7 @@ def write_markdown(report_dir: Path, outcomes: list[Outcome], meta: dict, figure
         "# theorylab verification report", "",
         f"Generated {meta['date']} on {meta['machine']}; seed {meta['seed']}; "
         f"{'quick' if meta['quick'] else 'full'} run; {timing(meta)}.", "",
-        "Summary: " + ", ".join(f"**{v}** {k}" for k, v in s.items()), "",
+        "Summary: " + ", ".join(f"**{v}** {k}" for k, v in s.items()) + shared_text(outcomes), "",
         "Statuses: `pass` the claim holds within tolerance (for every seed) and its negative control fails; "
         "`refuted` the claim as stated does not hold here (a finding, argued below; its positive control shows "
         "the comparison can say 'holds'); `reported` a conjecture or open law, or a claim that holds for some "

@@ -168,8 +168,11 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
         theta = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q])
         theta_lit = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q], new_only=True)
         Xte, yte, _ = suite.eval_images(TEST_SPLIT, q)
-        keep = np.isin(yte, order)
-        Xte, y_te = Xte[keep], pos[yte[keep]]
+        keep_te = np.isin(yte, order)
+        Xte, y_te = Xte[keep_te], pos[yte[keep_te]]
+        from sims.heldout import check_held_out
+
+        check_held_out(X[keep], Xte, "nd.new_categories (glyph line): Θ's fit images vs the test images")
         f_te = features(base.model, Xte)["logits"]
         g_te = features(full.model, Xte)["logits"][:, np.searchsorted(full.label_values, order)]
         arms = {"dependency": np.concatenate([f_te, f_te @ theta], 1),

@@ -87,6 +87,9 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
 
     def compute():
         net = pt.pretrain_net(quick, seed=seed, device=device, arch=arch, epochs=epochs)
+        if int(net.config.seed) != int(seed):  # seeds carry the network-to-network variance: never another seed's net
+            raise ValueError(f"vc.training_collapse: the network read for seed {seed} was trained with seed "
+                             f"{net.config.seed}")
         P = pt.class_sets(quick)["pretrain"]
         out = {"epochs": np.asarray(sorted(net.checkpoints), np.int64), "seconds": net.seconds,
                "images_per_s": net.images_per_s}
@@ -95,9 +98,13 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
         for sp, (X, yf) in data.items():
             y = _dense(yf, P)
             yp = perm.permutation(y)
-            rows, rows_p, acc, fallback = [], [], [], []
+            rows, rows_p, acc, fallback, seen = [], [], [], [], []
             for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
+                if any(np.array_equal(f["logits"], g) for g in seen):  # two horizons, one set of weights
+                    raise ValueError(f"vc.training_collapse, {sp}: the checkpoint at epoch {e} gives the logits of an "
+                                     "earlier one (the curve would read one network at two horizons)")
+                seen.append(f["logits"])
                 last = f
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
                 fallback.append(fuzziness_and_rank(vc.ClassStats.from_features(f["features"], y))[1] is not None)

@@ -116,7 +116,7 @@ def details(ex: dict) -> dict:
         "confirmed (category, ρ) pairs": [_row(ex, r) for r in ex["confirmed"][:MAX_LISTED]],
         "pairs showing it on the test images, selected or not": len(ex["showing it on the test images (any, "
                                                                    "unselected)"]),
-        "closest to the picture (smallest test miss among the selected, else among all)":
+        "closest to the picture (smallest miss on both sets, among the selected, else among all)":
             _row(ex, ex["best"]) if ex["best"] else None,
     }
 
@@ -151,6 +151,52 @@ def in_distribution(ctx, d: dict, S, offset=None, tag: str = "nd") -> dict:
     return {"holds": ex["holds"], "miss": round(float(ex["miss"]), 3), "measured": summary({**ex, "names": d.get("names")})}
 
 
+def _alt_scan(ctx, d: dict, S, offset, limits: dict, twins) -> dict:
+    """The scan of :func:`scan` under other picture ``limits`` / ``twins`` (a sensitivity row): its verdict only."""
+    sel, test = selection_and_test(ctx, d)
+    y = d["labels"]
+    C = A.second_moment(S[sel])
+    rows = A.dependency_scan(C, RHO_GRID, (S[sel], None if y is None else y[sel]),
+                             (S[test], None if y is None else y[test]), offset=offset,
+                             specificity_cov=C if "specificity" in limits else None,
+                             rng=ctx.rng("scan-specificity-alt"), twins=twins, limits=limits)
+    ex = {**A.existential(rows), "names": d.get("names")}
+    return {"holds": ex["holds"], "miss": round(float(ex["miss"]), 3), "measured": summary(ex)}
+
+
+def alternatives(ctx, d: dict, S, offset=None) -> dict:
+    """Sensitivity rows of a refutation: the scan with each choice ND leaves open moved to the paper's side.
+    ``decides``: a row that holds makes the refutation a finding about that choice (the status is reported). ND does
+    not define Tab 1's "Rel Err": relative to |f| on the raw logits is the reading most favourable to it (where
+    every logit carries a shared per-image offset it cannot fail, so a claim it passes cannot be refuted); relative
+    to |f| after each image's mean logit is removed (softmax-invariant) is its form that can fail. Dropping the
+    recognised-target rule is shown only: ND Sec 2 assumes meaningful outputs for each category."""
+    P = A.PICTURE
+    drop = lambda *ks: {k: v for k, v in P.items() if k not in ks}  # noqa: E731
+    off = None if offset is None else np.asarray(offset, float)
+    Sc = S - S.mean(1, keepdims=True) - (0.0 if off is None else float(off.mean()))
+    rows = {
+        "homoglyph twins allowed as predictors (the same drawing under two labels counted as a dependency)":
+            (True, lambda: _alt_scan(ctx, d, S, offset, P, None)),
+        "the target need not be recognised (shown only: outside ND Sec 2's stated 'meaningful outputs for each "
+        "category')":
+            (False, lambda: _alt_scan(ctx, d, S, offset, drop("recognised"), d.get("twins"))),
+        "no specificity requirement (Def 1's 'decided by' read loosely)":
+            (True, lambda: _alt_scan(ctx, d, S, offset, drop("specificity"), d.get("twins"))),
+        "the paper's |f|-relative error (Tab 1), each image's mean logit removed (softmax-invariant)":
+            (True, lambda: _alt_scan(ctx, d, Sc, offset, {**P, "error": "rel_err"}, d.get("twins"))),
+        "ND's undefined 'Rel Err' read as relative to |f|, on the raw logits, none of the added rules (the "
+        "reading most favourable to the paper; on logits sharing a per-image offset it cannot fail, so where it "
+        "holds the claim cannot be refuted)":
+            (True, lambda: _alt_scan(ctx, d, S, offset, {**drop("recognised", "specificity"), "error": "rel_err"},
+                                      None)),
+    }
+    out = {}
+    for label, (decides, run) in rows.items():
+        out[label] = {**run(), "decides": decides}
+    return out
+
+
 def regime(d: dict) -> dict | None:
     """ND's stated conditions (Sec 2: a well-trained network with meaningful outputs; the title and Sec 2.2: massive
     categories, n well above the feature width d so that Cov is singular), measured on the glyph data."""
@@ -161,5 +207,8 @@ def regime(d: dict) -> dict | None:
     acc = [a.get("face_test_all") for a in pre["accuracies"].values()]
     return {"a well-trained network (ND Sec 2; the glyph suite's held-out accuracy requirement)":
             {"measured": f"held-out accuracy {min(acc):.3f}", "holds": bool(pre["ok"])},
-            "massive categories: n categories well above the feature width d (ND title, Sec 2.2)":
-            {"measured": f"n = {n}, d = {width}", "holds": bool(n >= 2 * width)}}
+            MASSIVE: {"measured": f"n = {n} categories (feature width d = {width})", "holds": bool(n >= 1000)}}
+
+
+MASSIVE = ("massive categories: ≥ 1000 classes, ND Sec 2's benchmark ImageNet-1k (title: 'learning massive "
+           "categories'; ND's networks have d = 384 to 2048, so n > d is not a stated condition)")

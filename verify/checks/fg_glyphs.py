@@ -141,22 +141,25 @@ def _f(x):
 
 
 NETS = 3  # networks per level in a full run (pooled: FG's claim is about networks, their variance is in the SE)
-MIN_PER_SUBCLASS = 100  # "sample count per subclass not too limited": FG Fig 2's finest level has ≈ 650 per class
-MAX_HARD_SHARE = 1 / 3  # FG's hard samples are the rare ones (Def 4.x: the common feature is present in most)
+MIN_PER_SUBCLASS = 100  # FG App A.1.1 rebalances to "e.g. 1000 samples per subclass"; 100 is ten times below that
+MAX_HARD_SHARE = 0.5  # FG Sec 4 Remark: "easy samples should make up the majority of the training and testing samples"
 
 
 def regime(quick: bool, h: dict) -> dict:
-    """FG App A.1's conditions for 'finer labels help', measured in this setup (Result.regime)."""
+    """FG App A.1's conditions for 'finer labels help' ("as long as the finer-grained labels contain little noise,
+    are well-aligned with the target label space, and sample count per subclass is not too limited"), measured in
+    this setup (Result.regime). The labels are noise-free and every code point nests in one script (aligned by
+    construction); the share of easy samples is FG Sec 4's condition."""
     per = pt.sizes(quick)["per_class"]
     share = float(np.mean(h["hard"]))
     return {
-        f"sample count per subclass not too limited (FG Sec 6.2, App A.1: ≥ {MIN_PER_SUBCLASS} training images per "
-        "finest label; FG Fig 2's finest ImageNet-21k level has ≈ 650)": {"measured": f"{per} per code point",
-                                                                          "holds": per >= MIN_PER_SUBCLASS},
-        "fine labels well aligned with the coarse target: most subclasses carry their coarse class's common feature "
-        f"(FG Sec 1.1, Def 4.x: hard samples are rare; share of hard classes ≤ {MAX_HARD_SHARE:.2f})":
-            {"measured": f"{int(h['hard'].sum())} of {len(h['hard'])} classes hard ({share:.2f})",
-             "holds": share <= MAX_HARD_SHARE}}
+        f"sample count per subclass not too limited (FG App A.1; A.1.1 rebalances to 'e.g. 1000 samples per "
+        f"subclass'; here ≥ {MIN_PER_SUBCLASS}, ten times below)": {"measured": f"{per} per code point",
+                                                                     "holds": per >= MIN_PER_SUBCLASS},
+        "easy samples make up the majority (FG Sec 4 Remark: 'easy samples should make up the majority of the "
+        f"training and testing samples'; share of hard classes < {MAX_HARD_SHARE:g})":
+            {"measured": f"{int(h['hard'].sum())} of {len(h['hard'])} classes hard ({share:.3f})",
+             "holds": share < MAX_HARD_SHARE}}
 
 
 def pooled(per_net: list) -> dict:

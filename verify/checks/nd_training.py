@@ -147,7 +147,7 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
     its frozen logits, f_baseline = lenet-s<seed> (all 1000; 100). One run: its SE is the paired test-set SE
     (class-clustered), which leaves out the network-to-network variance, while Tab 4 is a claim about networks
     (means of five runs): a rejection here is about this pair of networks, so the line reports it ("cannot tell")
-    and never refutes. Same Tab 4 test as the synthetic line; Tab 2 reported only (GLYPH_TAB2_NOTE). ``undecided``
+    and never refutes — nor holds (one pair cannot establish the gain either). Same Tab 4 test as the synthetic line; Tab 2 reported only (GLYPH_TAB2_NOTE). ``undecided``
     when a network misses its required held-out accuracy."""
     from sims.glyphs.dependencies import new_categories as glyph_new_categories
     from verify.checks._glyph_real import precondition
@@ -162,7 +162,8 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
     pre = precondition(ctx, [f"lenet-base-s{ctx.seed}", f"lenet-s{ctx.seed}"])
     # Tab 4 only: Tab 2's side moved with Θ's training set (GLYPH_TAB2_NOTE), so it is reported, not judged; one
     # network pair carries no network-to-network variance, so its rejection is reported, not a refutation
-    verdict = "cannot tell" if t4["verdict"] == "refuted" else t4["verdict"]
+    # (symmetric: one pair can no more establish the gain than refute it, so a pass is not earned here either)
+    verdict = "cannot tell" if t4["verdict"] in ("refuted", "holds") and not positive else t4["verdict"]
     return {"verdict": verdict, "t4": t4, "gaps": g, "miss": max(t4["miss_reject"], t4["miss_power"]),
             "miss_tab2": miss_tab2, "tol_all": tol_all, "undecided": pre["undecided"], "precondition": pre["lines"],
             "run": {k: float(np.asarray(v)) for k, v in r.items() if np.asarray(v).ndim == 0},

@@ -60,6 +60,9 @@ def spearman(x, y) -> float:
 def trend(curve) -> dict:
     """{'rho', 'drop', 'holds', 'miss'} of one metric curve over the judged horizons (module doc)."""
     c = np.asarray(curve, float)
+    if len(c) > 1 and np.all(c == c[0]):  # ρ undefined: a curve read from one network at every horizon, not a trend
+        raise ValueError(f"the metric curve is constant over its {len(c)} horizons ({c[0]!r}): Spearman ρ is undefined "
+                         "(were the checkpoints read as one network?)")
     rho = spearman(np.arange(len(c)), c)
     drop = (c[0] - c[-1]) / abs(c[0]) if c[0] != 0 else -math.inf
     rho = -1.0 if not np.isfinite(rho) else round(rho, 12)  # ρ of 4 points is a multiple of 0.2: no rounding slip
