@@ -121,3 +121,19 @@ def test_outside_fgs_stated_conditions_a_reversal_is_a_finding_not_a_refutation(
     assert [v["holds"] for v in reg.values()] == [False, True]
     assert "24 per code point" in next(iter(reg.values()))["measured"]
     assert not G.regime(False, {"hard": np.arange(105) < 53})[list(reg)[1]]["holds"]
+
+
+def test_a_class_counted_in_its_own_scripts_mean_is_a_fail():
+    """The hardness split (FG's easy/hard samples) with each class's own-script mean including the class itself (an
+    independent review's plant: hard classes 52 → 37 of 105, unseen): the plain leave-one-out recomputation raises."""
+    from sims.glyphs import granularity as gr
+    from sims.glyphs import glyph_task
+    from sims.glyphs import pretrain as pt
+
+    h = gr.hard_classes(True)
+    A = gr.appearances(glyph_task(pt.task_config(True)), h["classes"])
+    G.hardness_plain_check(h, A)
+    c = h["coarse"]
+    own_in = np.array([A[i] @ A[c == c[i]].mean(0) / np.linalg.norm(A[c == c[i]].mean(0)) for i in range(len(A))])
+    with pytest.raises(ValueError, match="leave-one-out"):
+        G.hardness_plain_check({**h, "own": own_in, "hard": h["other"] > own_in}, A)

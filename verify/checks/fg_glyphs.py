@@ -97,6 +97,27 @@ def _hard_per_image(h: dict, fine) -> np.ndarray:
     return h["hard"][np.searchsorted(h["classes"], fine)]
 
 
+def hardness_plain_check(h: dict, A: np.ndarray) -> None:
+    """The hard/easy split recomputed plainly (not sims.glyphs.granularity): class i is hard when the cosine of its
+    appearance A_i to the mean appearance of *another* script's classes beats the cosine to the mean of its own
+    script's *other* classes (leave-one-out). A slip (the class counted in its own script's mean, a wrong script)
+    raises: the check fails instead of giving a verdict on other hard classes."""
+    c = np.asarray(h["coarse"])
+    A = np.asarray(A, float)
+    cos = lambda a, m: float(a @ m / max(np.linalg.norm(m), 1e-12))  # noqa: E731
+    for i in range(len(A)):
+        sims = {}
+        for v in np.unique(c):
+            idx = [j for j in np.flatnonzero(c == v) if j != i]
+            if idx:
+                sims[v] = cos(A[i], A[idx].mean(0))
+        own = sims.get(c[i], -np.inf)
+        other = max(x for v, x in sims.items() if v != c[i])
+        if abs(own - h["own"][i]) > 1e-9 or bool(other > own) != bool(h["hard"][i]):
+            raise ValueError(f"fg.label_granularity: class {int(h['classes'][i])}'s hardness differs from a plain "
+                             f"leave-one-out recomputation (own-script cosine {h['own'][i]:.6f} vs {own:.6f})")
+
+
 def constructed_correct(rng, quick: bool) -> tuple:
     """Positive control: FG's picture built into features, through the same linear_probe and judge. Script-level
     'backbone': a one-hot of the script — for the hard classes, of a wrong script (the common feature absent);
@@ -225,6 +246,7 @@ def label_granularity(ctx, planted, positive=False):
         return Result(measured=f"gain {v['total'][0]:+.3f}", expected="grows, largest on hard", holds=v["holds"],
                       miss=v["max_miss"], details={"miss": v["miss"]})
     h = gr.hard_classes(ctx.quick)
+    hardness_plain_check(h, gr.appearances(glyph_task(pt.task_config(ctx.quick)), h["classes"]))
     coarse_of = np.asarray(glyph_task(pt.task_config(ctx.quick)).labels(gr.COARSE))
     seeds = range(ctx.seed, ctx.seed + (1 if ctx.quick else NETS))
     per_net, details, own_all = [], {}, []
