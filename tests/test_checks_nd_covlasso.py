@@ -14,7 +14,9 @@ def test_between_networks_identities_hold_and_the_glyph_line_decides(tmp_path):
     comes from the glyph line on two trained glyph networks (refuted on the quick ones: positives are lost; the cheap
     tests of that line are in tests/test_checks_glyph_real.py)."""
     out = run_quick("nd.between_networks", tmp_path=tmp_path)
-    assert out.status in ("pass", "refuted"), (out.error, out.status)
+    assert out.status in ("pass", "refuted", "reported"), (out.error, out.status)
+    if out.status == "reported":  # the quick networks' 100 code points are outside ND's setting (≥ 1000 classes)
+        assert not all(v["holds"] for v in out.regime.values()), out.regime
     assert out.details["identities: miss (tolerance units)"] <= 1
     assert out.negative_control_result == "failed as it should" and out.control_miss > 1
     assert out.positive_control_result == "held as it should" and out.positive_miss <= 1

@@ -18,7 +18,8 @@ EXPECTED = {
     "rd.lyapunov_law": "pass",
     "rd.gradient_explosion": "pass",
     "rd.general_centralization": "pass",  # the corrected form; Haar orthogonal is the erratum's counterexample
-    "rd.mlp50_decay": "refuted",  # the decay rate is not constant in L: not exponential
+    # the decay rate is not constant in L (not exponential), but quick is 200 units wide, not RD Fig 1's 1000: reported
+    "rd.mlp50_decay": "reported",
     "rd.marchenko_pastur": "pass",
 }
 
@@ -31,6 +32,9 @@ def test_rd_check(cid, tmp_path):
     assert out.positive_control_result == "held as it should"
     assert out.miss is not None and out.control_miss is not None and out.positive_miss is not None
     assert out.control_miss > 1 >= out.positive_miss
+    if out.status in ("refuted", "reported") and cid == "rd.mlp50_decay":
+        assert not out.regime["MLP-50: 50 dense layers of 1000 units, Gaussian weights and inputs (RD Fig 1 d–f)"][
+            "holds"]  # quick: 200 units; the full run (1000) is inside RD's setting and refutes (docs/verdicts.md)
     if out.status == "refuted":
         assert out.finding and any(ch.isdigit() for ch in out.finding)
 
