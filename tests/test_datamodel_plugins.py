@@ -2,6 +2,7 @@
 config keys of a model's own, the cache and the sweep engine (local pool of 2 workers, Dask), plugin experiments."""
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -266,8 +267,12 @@ def test_cached_experiment_keys_on_the_plugins_code(plugin):
     assert cached_experiment({**TINY, "model": name}) == a and len(list(cache.glob("*.npz"))) == n1  # a hit
     path = folder / f"{module}.py"
     path.write_text(path.read_text() + "\n# an edit\n")
+    with pytest.warns(RuntimeWarning, match="changed on disk"):  # the key names the new code; this process runs the
+        cached_experiment({**TINY, "model": name})                # old one: recomputed, not stored under that key
+    assert len(list(cache.glob("fg_experiment-*.npz"))) == n1
+    importlib.reload(sys.modules[module])
     cached_experiment({**TINY, "model": name})
-    assert len(list(cache.glob("fg_experiment-*.npz"))) == n1 + 1                                   # rerun
+    assert len(list(cache.glob("fg_experiment-*.npz"))) == n1 + 1                                   # rerun, stored
     cached_experiment(TINY)
     cached_experiment(TINY)
     assert len(list(cache.glob("fg_experiment-*.npz"))) == n1 + 2
