@@ -564,8 +564,8 @@ def between_networks(ctx, planted, positive=False):
     return Result(
         measured=f"KKT {worst_kkt:.2e}; glyph: {S_.summary(gl['existential'])}",
         expected=f"KKT <= {KKT_TOL:g}·λ_max; glyph: at least one category of g confirmed on the held-out faces",
-        holds=bool(miss <= 1), miss=float(miss), finding=finding, undecided=gl["undecided"] if not planted else None,
-        regime=None if planted else gl.get("regime"),
+        holds=bool(miss <= 1), miss=float(miss), finding=finding, undecided=gl["undecided"] if not planted and miss_id <= 1 else None,
+        regime=None if planted or miss_id > 1 else gl.get("regime"),  # a broken identity is a fail in any regime
         readings={"glyph, typical: median over a seeded random draw at ρ = 0.02 (Table 1's tolerances)": line},
         details={"mixed_cov from cross moments vs Gram of f̃ (relative)": worst_build,
                  "|λ_max used − 2 max_j |E[f_j g_i]|| / λ_max": worst_lmax,
