@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import blas
 
-from theory.collapse.stats import check_real_numeric
-from theory.geometry._inputs import centre_scale
+from theory.geometry._inputs import centre_scale, feature_matrix
 
 BLOCK_BYTES = 4 * 2**20  # one float64 block of the widest side holds about this many bytes
 
@@ -26,14 +25,7 @@ BLOCK_BYTES = 4 * 2**20  # one float64 block of the widest side holds about this
 def lazy_features(x, name: str, min_rows: int = 1, why: str = "") -> np.ndarray:
     """``x`` as a 2-D real numeric array in its own dtype (no copy of an ndarray), or the errors of
     :func:`theory.geometry._inputs.features` (NaN/Inf are found later, block by block)."""
-    a = check_real_numeric(x, name)
-    if a.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D (samples, features) array, got shape {a.shape}")
-    if a.shape[1] == 0:
-        raise ValueError(f"{name}: has no feature columns (shape {a.shape})")
-    if a.shape[0] < min_rows:
-        raise ValueError(f"{name}: needs at least {min_rows} samples (rows){why}, got {a.shape[0]}")
-    return a
+    return feature_matrix(x, name, min_rows, why)
 
 
 def rows_per_block(width: int) -> int:

@@ -20,6 +20,14 @@ def features(x, name: str, min_rows: int = 1, why: str = "") -> np.ndarray:
     TypeError for complex, boolean or non-numeric input; ValueError (naming ``name``) for a wrong rank, no
     columns, fewer than ``min_rows`` rows (``why`` says what needs them) or a NaN/Inf entry.
     """
+    a = np.asarray(feature_matrix(x, name, min_rows, why), dtype=np.float64)
+    check_finite(a, name)
+    return a
+
+
+def feature_matrix(x, name: str, min_rows: int = 1, why: str = "") -> np.ndarray:
+    """``x`` as a 2-D real numeric array in its own dtype (no copy of an ndarray): the shape errors of
+    :func:`features`, without its float64 conversion and NaN/Inf scan."""
     a = check_real_numeric(x, name)
     if a.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D (samples, features) array, got shape {a.shape}")
@@ -27,8 +35,6 @@ def features(x, name: str, min_rows: int = 1, why: str = "") -> np.ndarray:
         raise ValueError(f"{name}: has no feature columns (shape {a.shape})")
     if a.shape[0] < min_rows:
         raise ValueError(f"{name}: needs at least {min_rows} samples (rows){why}, got {a.shape[0]}")
-    a = np.asarray(a, dtype=np.float64)
-    check_finite(a, name)
     return a
 
 
