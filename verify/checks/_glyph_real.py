@@ -268,33 +268,16 @@ def between_scan(F_sel, G_sel, y_sel, F_test, G_test, y_test, twins=None, limits
 
 
 def between_alternatives(f_fit, g_fit, F_test, g_te, twins) -> dict:
-    """:func:`verify.checks._nd_scan.alternatives` between networks: the scan with each open choice moved."""
+    """:func:`verify.checks._nd_scan.alternative_specs`' rows between networks."""
     from verify.checks import _nd_scan as S_
 
-    P = A.PICTURE
-    drop = lambda *ks: {k: v for k, v in P.items() if k not in ks}  # noqa: E731
     c = lambda X: np.asarray(X, np.float64) - np.asarray(X, np.float64).mean(1, keepdims=True)  # noqa: E731
     args = (f_fit["logits"], g_fit["logits"], g_fit["labels"], F_test, g_te["logits"], g_te["labels"])
     cargs = (c(f_fit["logits"]), c(g_fit["logits"]), g_fit["labels"], c(F_test), c(g_te["logits"]), g_te["labels"])
-    rows = {
-        "homoglyph twins allowed as predictors (the same drawing under two labels counted as a dependency)":
-            (True, lambda: between_scan(*args, twins=None)),
-        "the target need not be recognised (shown only: outside ND Sec 2's stated 'meaningful outputs for each "
-        "category')":
-            (False, lambda: between_scan(*args, twins=twins, limits=drop("recognised"))),
-        "no specificity requirement (Def 1's 'decided by' read loosely)":
-            (True, lambda: between_scan(*args, twins=twins, limits=drop("specificity"))),
-        "the paper's |f|-relative error (Tab 1), each image's mean logit removed (softmax-invariant)":
-            (True, lambda: between_scan(*cargs, twins=twins, limits={**P, "error": "rel_err"})),
-        "ND's undefined 'Rel Err' read as relative to |f|, on the raw logits, none of the added rules (the "
-        "reading most favourable to the paper; on logits sharing a per-image offset it cannot fail, so where it "
-        "holds the claim cannot be refuted)":
-            (True, lambda: between_scan(*args, twins=None, limits={**drop("recognised", "specificity"),
-                                                                      "error": "rel_err"})),
-    }
     out = {}
-    for label, (decides, run) in rows.items():
-        ex = {**run(), "names": g_te["names"]}
+    for label, decides, limits, with_twins, centred in S_.alternative_specs():
+        ex = {**between_scan(*(cargs if centred else args), twins=twins if with_twins else None, limits=limits),
+              "names": g_te["names"]}
         out[label] = {"holds": ex["holds"], "miss": round(float(ex["miss"]), 3), "measured": S_.summary(ex),
                       "decides": decides}
     return out

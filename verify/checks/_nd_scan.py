@@ -164,37 +164,37 @@ def _alt_scan(ctx, d: dict, S, offset, limits: dict, twins) -> dict:
     return {"holds": ex["holds"], "miss": round(float(ex["miss"]), 3), "measured": summary(ex)}
 
 
-def alternatives(ctx, d: dict, S, offset=None) -> dict:
-    """Sensitivity rows of a refutation: the scan with each choice ND leaves open moved to the paper's side.
-    ``decides``: a row that holds makes the refutation a finding about that choice (the status is reported). ND does
-    not define Tab 1's "Rel Err": relative to |f| on the raw logits is the reading most favourable to it (where
-    every logit carries a shared per-image offset it cannot fail, so a claim it passes cannot be refuted); relative
-    to |f| after each image's mean logit is removed (softmax-invariant) is its form that can fail. Dropping the
-    recognised-target rule is shown only: ND Sec 2 assumes meaningful outputs for each category."""
+def alternative_specs() -> list:
+    """The sensitivity rows of a refutation, one per choice ND leaves open moved to the paper's side: (label,
+    ``decides``, picture limits, with the twins rule, on mean-removed logits). A row with ``decides`` that holds makes
+    the refutation a finding about that choice (the status is reported). ND does not define Tab 1's "Rel Err":
+    relative to |f| on the raw logits is the reading most favourable to it (where every logit carries a shared
+    per-image offset it cannot fail, so a claim it passes cannot be refuted); relative to |f| after each image's mean
+    logit is removed (softmax-invariant) is its form that can fail. Dropping the recognised-target rule is shown
+    only: ND Sec 2 assumes meaningful outputs for each category."""
     P = A.PICTURE
     drop = lambda *ks: {k: v for k, v in P.items() if k not in ks}  # noqa: E731
+    return [
+        ("homoglyph twins allowed as predictors (the same drawing under two labels counted as a dependency)",
+         True, P, False, False),
+        ("the target need not be recognised (shown only: outside ND Sec 2's stated 'meaningful outputs for each "
+         "category')", False, drop("recognised"), True, False),
+        ("no specificity requirement (Def 1's 'decided by' read loosely)", True, drop("specificity"), True, False),
+        ("the paper's |f|-relative error (Tab 1), each image's mean logit removed (softmax-invariant)",
+         True, {**P, "error": "rel_err"}, True, True),
+        ("ND's undefined 'Rel Err' read as relative to |f|, on the raw logits, none of the added rules (the reading "
+         "most favourable to the paper; on logits sharing a per-image offset it cannot fail, so where it holds the "
+         "claim cannot be refuted)", True, {**drop("recognised", "specificity"), "error": "rel_err"}, False, False),
+    ]
+
+
+def alternatives(ctx, d: dict, S, offset=None) -> dict:
+    """:func:`alternative_specs`' rows for one network's scores S (logits, or W F(x) with ``offset`` = b)."""
     off = None if offset is None else np.asarray(offset, float)
     Sc = S - S.mean(1, keepdims=True) - (0.0 if off is None else float(off.mean()))
-    rows = {
-        "homoglyph twins allowed as predictors (the same drawing under two labels counted as a dependency)":
-            (True, lambda: _alt_scan(ctx, d, S, offset, P, None)),
-        "the target need not be recognised (shown only: outside ND Sec 2's stated 'meaningful outputs for each "
-        "category')":
-            (False, lambda: _alt_scan(ctx, d, S, offset, drop("recognised"), d.get("twins"))),
-        "no specificity requirement (Def 1's 'decided by' read loosely)":
-            (True, lambda: _alt_scan(ctx, d, S, offset, drop("specificity"), d.get("twins"))),
-        "the paper's |f|-relative error (Tab 1), each image's mean logit removed (softmax-invariant)":
-            (True, lambda: _alt_scan(ctx, d, Sc, offset, {**P, "error": "rel_err"}, d.get("twins"))),
-        "ND's undefined 'Rel Err' read as relative to |f|, on the raw logits, none of the added rules (the "
-        "reading most favourable to the paper; on logits sharing a per-image offset it cannot fail, so where it "
-        "holds the claim cannot be refuted)":
-            (True, lambda: _alt_scan(ctx, d, S, offset, {**drop("recognised", "specificity"), "error": "rel_err"},
-                                      None)),
-    }
-    out = {}
-    for label, (decides, run) in rows.items():
-        out[label] = {**run(), "decides": decides}
-    return out
+    return {label: {**_alt_scan(ctx, d, Sc if centred else S, offset, limits, d.get("twins") if twins else None),
+                    "decides": decides}
+            for label, decides, limits, twins, centred in alternative_specs()}
 
 
 def regime(d: dict) -> dict | None:
