@@ -501,7 +501,8 @@ EXEMPT = {
        for n in ("check_labels", "check_real_numeric", "pow2_exponent", "unscale")},
     "theory.collapse.probe.loss_from": "internal to theory.collapse: takes a Spectra built by probe_loss (driven)",
     **{f"theory.geometry._inputs.{n}": "internal to theory.geometry (a private module), reached through its metrics"
-       for n in ("features", "same_rows", "top_exponent", "centre_scale", "centre_scale_mean", "scaled_difference")},
+       for n in ("features", "feature_matrix", "same_rows", "top_exponent", "centre_scale", "centre_scale_mean",
+                 "scaled_difference")},
     **{f"theory.geometry.moments.{n}": "CrossMoments' internal arithmetic on validated arrays; pinned against direct "
        "sums in tests/test_geometry_moments.py" for n in ("batch_sums", "shift")},
     **{f"theory.geometry._blocks.{n}": "internal to theory.geometry (a private module: block streaming), reached "
