@@ -169,10 +169,21 @@ class HierarchicalMultiView:
         if n % self.n_fine:
             raise ValueError(f"a batch holds exactly n/{self.n_fine} samples per fine class (FG B.1 item 9): "
                              f"n = {n} is not a multiple of {self.n_fine}")
-        return torch.arange(self.n_fine, device=device).repeat_interleave(n // self.n_fine)
+        return self._structure(("fine_labels", n), device,
+                               lambda: torch.arange(self.n_fine).repeat_interleave(n // self.n_fine))
+
+    def _structure(self, key, device, make) -> torch.Tensor:
+        """A structural index tensor (labels of a batch, parents, feature indices) on ``device``, made once per
+        model and device: these depend on the model's sizes only, and sampling reads them every step. Callers
+        index with them and never write into them."""
+        cache = self.__dict__.setdefault("_structures", {})
+        k = (key, str(torch.device(device)))
+        if k not in cache:
+            cache[k] = make().to(device)
+        return cache[k]
 
     def _labels(self, y_fine: torch.Tensor, train: bool, generator) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.coarse_of_fine().to(y_fine.device)[y_fine], y_fine
+        return self._structure("coarse_of_fine", y_fine.device, self.coarse_of_fine)[y_fine], y_fine
 
     def _feature_layout(self, n, y_fine, hard, generator, device):
         """Patch kinds (n, P) and the dictionary index of each feature patch (−1 for noise)."""
@@ -213,14 +224,15 @@ class HierarchicalMultiView:
         common feature (easy) or the feature noise α′v_{−y} (hard), the next s the subclass feature, and (hard) the
         next one the big noise ζ*; the rest are noise."""
         P, s = self.P, int(self.s)
-        y = self.coarse_of_fine().to(device)[y_fine]
+        y = self._structure("coarse_of_fine", device, self.coarse_of_fine)[y_fine]
         rank = torch.rand(n, P, generator=generator, device=device).argsort(1).argsort(1)  # slot order per sample
         first, second = rank < s, (rank >= s) & (rank < 2 * s)
         kinds = torch.zeros(n, P, dtype=torch.int8, device=device)
         feat = torch.full((n, P), -1, dtype=torch.long, device=device)
         kinds[second] = SUBCLASS
-        feat = torch.where(second, self.sub_of_fine().to(device)[y_fine][:, None].expand(n, P), feat)
-        common_idx = self.common_of_coarse().to(device)
+        feat = torch.where(second, self._structure("sub_of_fine", device, self.sub_of_fine)[y_fine][:, None]
+                           .expand(n, P), feat)
+        common_idx = self._structure("common_of_coarse", device, self.common_of_coarse)
         if not hard:
             kinds[first] = COMMON
             feat = torch.where(first, common_idx[y][:, None].expand(n, P), feat)
@@ -258,14 +270,20 @@ class HierarchicalMultiView:
         if big.any():
             X[big] *= self.sigma_zeta_hard / self.sigma_zeta
         coef = self._coefficients(kinds, generator, device, dtype)
-        V = self.dictionary(device, dtype)
         # x_p = α v + ζ on the feature patches only (a noise patch's α is 0): the same numbers as adding α v to
         # every patch, without two (n, P, d) temporaries (P = 4096 in fg.linear_fails)
         has = feat >= 0
-        if bool(coef[~has].any()):
+        if bool((coef.ne(0) & ~has).any()):
             raise ValueError(f"{type(self).__name__}: a patch without a feature (index −1) has a nonzero "
                              f"coefficient: _coefficients must give α = 0 to noise patches")
-        X[has] += coef[has][:, None] * V[feat[has]]
+        if self.dictionary_kind == "identity" and type(self).dictionary is HierarchicalMultiView.dictionary:
+            # V = I: α v_j adds α to coordinate j and exactly 0 elsewhere (x + 0 = x), so one scatter gives
+            # the same numbers bit for bit as the dense row update below, without the (|has|, d) product
+            rows, slots = has.nonzero(as_tuple=True)
+            X[rows, slots, feat[has]] += coef[has]
+        else:
+            V = self.dictionary(device, dtype)
+            X[has] += coef[has][:, None] * V[feat[has]]
         y_coarse, y_lab = self._labels(y_fine, train, generator)
         return Batch(X=X, y_coarse=y_coarse, y_fine=y_lab, kinds=kinds)
 
