@@ -159,6 +159,26 @@ def test_many_pairs_equal_one_pair_at_a_time_with_bias_and_between_networks():
                     assert (m[k] == v) if v is None or isinstance(v, int) else m[k] == pytest.approx(v, rel=1e-12), k
 
 
+def test_many_pairs_in_small_blocks_equal_one_block(monkeypatch):
+    """The pairs are computed in blocks by support size (empty, sparse and dense supports): blocks of one pair
+    give the numbers of one block of all, to rounding (the replaced logit's sum of s products may be ordered
+    differently by einsum at another block shape: ≤ s ulp of its terms)."""
+    rng = np.random.default_rng(8)
+    N, n = 300, 12
+    F = rng.normal(size=(N, n)) + 3.0
+    y = rng.integers(0, n, N)
+    b = rng.normal(size=n)
+    pairs = [(i, rng.normal(size=n) * (rng.random(n) < q)) for i in range(n) for q in (0.0, 0.15, 0.6)]
+    whole = nd.replaced_logit_metrics_many(F, y, pairs, offset=b)
+    monkeypatch.setattr(nd, "_BLOCK_ELEMS", 1)
+    small = nd.replaced_logit_metrics_many(F, y, pairs, offset=b)
+    sizes = {m["support"] for m in whole}
+    assert 0 in sizes and any(0 < s < n // 4 for s in sizes) and max(sizes) >= n // 4
+    for m, r in zip(small, whole):
+        for k, v in r.items():
+            assert (m[k] == v) if v is None or isinstance(v, int) else m[k] == pytest.approx(v, rel=1e-13, abs=0), k
+
+
 def test_between_all_equals_covlasso_on_each_mixed_covariance():
     """between_all (one validation, a reused buffer) against covlasso on mixed_cov for every target (ND Sec 2.4)."""
     from theory.covlasso import covlasso

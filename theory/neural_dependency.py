@@ -153,13 +153,19 @@ def _labels(labels, N: int, n: int) -> np.ndarray:
     return y
 
 
+#: elements of one temporary of :func:`replaced_logit_metrics_many`'s blocks of pairs (4 Mi float64: 32 MiB)
+_BLOCK_ELEMS = 1 << 22
+
+
 def replaced_logit_metrics_many(F, labels, thetas, offset=None, evaluated=None) -> list:
     """:func:`replaced_logit_metrics` for many (category, θ) pairs at once: ``thetas`` a list of (i, θ);
     ``evaluated`` as there (between networks: g's logits, column i replaced by Σ θ_j F[:, j]).
 
-    The same numbers, in O(N) per pair after one O(N·n) pass: with column i replaced by r, the argmax is i where
-    r exceeds the largest other logit (the row's top logit, or its second when the top is i), else that logit's
-    index — a first-index tie-break as numpy's argmax (exact ties of float logits aside)."""
+    The same numbers from one O(N·n) pass and array work per block of pairs: with column i replaced by r, the
+    argmax is i where r exceeds the largest other logit (the row's top logit, or its second when the top is i),
+    else that logit's index — a first-index tie-break as numpy's argmax (exact ties of float logits aside). Pairs
+    are grouped by support size s = #{θ_j ≠ 0, j ≠ i}; a block's replaced logits are Σ over the s supported columns
+    (a dense product where s ≥ n/4), so only the order of that sum of s products differs from the plain function."""
     F = as_float_array(F, "logits", ndim=2)
     N, n = F.shape
     E = F if evaluated is None else as_float_array(evaluated, "evaluated logits", ndim=2)
@@ -168,6 +174,16 @@ def replaced_logit_metrics_many(F, labels, thetas, offset=None, evaluated=None) 
     b = np.zeros(n) if offset is None else as_float_array(offset, "offset", ndim=1)
     if b.shape != (n,):
         raise ValueError(f"offset: expected shape ({n},), got {b.shape}")
+    cats, rests = [], []
+    for i, th in thetas:
+        i = check_index(i, n)
+        th = np.asarray(th, float)
+        if th.shape != (n,):
+            raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
+        rest = th.copy()
+        rest[i] = 0.0
+        cats.append(i)
+        rests.append(rest)
     base = E + b
     y = base.argmax(1) if labels is None else _labels(labels, N, n)
     rows = np.arange(N)
@@ -178,31 +194,50 @@ def replaced_logit_metrics_many(F, labels, thetas, offset=None, evaluated=None) 
     second = masked.argmax(1)
     v_second = masked[rows, second]
     orig_hit = top == y
-    out = []
-    for i, th in thetas:
-        i = check_index(i, n)
-        th = np.asarray(th, float)
-        if th.shape != (n,):
-            raise ValueError(f"theta: expected shape ({n},), got {th.shape}")
-        rest = th.copy()
-        rest[i] = 0.0
-        sup = np.flatnonzero(rest)
-        pred = F[:, sup] @ rest[sup] if sup.size < n // 4 else F @ rest  # a sparse θ reads its support only
-        t = E[:, i]
-        other = np.where(top == i, second, top)
-        v_other = np.where(top == i, v_second, v_top)
-        r = pred + b[i]
-        wins = (r > v_other) | ((r == v_other) & (i < other))
-        new = np.where(wins, i, other)
-        hit = new == y
-        pos = y == i
-        abs_err = float(np.mean(np.abs(t - pred)))
-        out.append({"abs_err": abs_err, "rel_err": _ratio(abs_err, float(np.mean(np.abs(t)))),
-                    "spread_rel_err": _ratio(abs_err, float(np.mean(np.abs(t - t.mean())))),
-                    "acc": float(hit.mean()), "orig_acc": float(orig_hit.mean()),
-                    "pos_acc": float(hit[pos].mean()) if pos.any() else None,
-                    "orig_pos_acc": float(orig_hit[pos].mean()) if pos.any() else None,
-                    "n_pos": int(pos.sum()), "support": int(np.count_nonzero(rest))})
+    orig_acc = float(orig_hit.mean())
+    n_pos = np.bincount(y, minlength=n)
+    orig_pos_hits = np.bincount(y[orig_hit], minlength=n)
+    FT, ET = np.ascontiguousarray(F.T), (None if evaluated is None else np.ascontiguousarray(E.T))
+    ET = FT if ET is None else ET  # rows: categories, so every per-pair reduction runs along a contiguous row
+    supports = [np.flatnonzero(r) for r in rests]
+    groups: dict = {}
+    for p, sup in enumerate(supports):
+        groups.setdefault(sup.size, []).append(p)
+    out: list = [None] * len(cats)
+    for s, members in groups.items():
+        block = max(1, _BLOCK_ELEMS // (N * max(s, 1)))
+        for c0 in range(0, len(members), block):
+            ps = members[c0:c0 + block]
+            I = np.array([cats[p] for p in ps])
+            if s == 0:
+                pred = np.zeros((len(ps), N))
+            elif s < n // 4:  # a sparse θ reads its support only
+                S = np.stack([supports[p] for p in ps])
+                vals = np.stack([rests[p][supports[p]] for p in ps])
+                pred = np.einsum("bsn,bs->bn", FT[S], vals)
+            else:
+                pred = np.stack([rests[p] for p in ps]) @ FT
+            T = ET[I]
+            is_top = top[None, :] == I[:, None]
+            other = np.where(is_top, second[None, :], top[None, :])
+            v_other = np.where(is_top, v_second[None, :], v_top[None, :])
+            r = pred + b[I][:, None]
+            wins = (r > v_other) | ((r == v_other) & (I[:, None] < other))
+            hit = np.where(wins, I[:, None], other) == y[None, :]
+            abs_err = np.mean(np.abs(T - pred), axis=1)
+            mean_abs = np.mean(np.abs(T), axis=1)
+            spread = np.mean(np.abs(T - np.mean(T, axis=1, keepdims=True)), axis=1)
+            acc = hit.mean(axis=1)
+            pos_hits = (hit & (y[None, :] == I[:, None])).sum(axis=1)
+            for q, p in enumerate(ps):
+                i, npos = int(I[q]), int(n_pos[I[q]])
+                e = float(abs_err[q])
+                out[p] = {"abs_err": e, "rel_err": _ratio(e, float(mean_abs[q])),
+                          "spread_rel_err": _ratio(e, float(spread[q])),
+                          "acc": float(acc[q]), "orig_acc": orig_acc,
+                          "pos_acc": float(pos_hits[q] / npos) if npos else None,
+                          "orig_pos_acc": float(orig_pos_hits[i] / npos) if npos else None,
+                          "n_pos": npos, "support": s}
     return out
 
 

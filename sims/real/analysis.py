@@ -349,12 +349,12 @@ def dependency_scan(cov, rhos, select, test, offset=None, max_support: int = PIC
         Theta = thetas_at(float(rho)) if thetas_at is not None else covlasso_all(c, rho=float(rho))
         for i in range(Theta.shape[0]):
             th = Theta[i]
-            k = int(np.count_nonzero(np.delete(th, i)))
+            k = int(np.count_nonzero(th)) - int(th[i] != 0)  # #{θ_j ≠ 0, j ≠ i}
             if twins and twins.get(i) and any(th[j] != 0 for j in twins[i] if j != i):
                 continue
             if 1 <= k <= max_support:
                 pairs.append((i, float(rho), th if thetas_for is None else thetas_for(i, th)))
-    rows = [{"category": i, "rho": rho, "support": int(np.count_nonzero(np.delete(th, i))),
+    rows = [{"category": i, "rho": rho, "support": int(np.count_nonzero(th)) - int(th[i] != 0),
              "theta": (np.flatnonzero(th), th[np.flatnonzero(th)])} for i, rho, th in pairs]
     for name, sets in (("select", select), ("test", test)):
         F, y = sets[0], sets[1]
