@@ -36,9 +36,14 @@ quick: $(STAMP)
 # (docs/reproducibility.md), so a tolerance that holds on one machine's rounding only fails here.
 KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SSE41 OPENBLAS_CORETYPE=Sandybridge OMP_NUM_THREADS=1
 
+# The suite in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (module fixtures are built
+# once); the tests are CPU-bound, so more workers than cores buy nothing. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
-	env $(KERNELS) $(BIN)/python -m pytest -m kernels
+	$(BIN)/python -m pytest $(XDIST)
+	env $(KERNELS) $(BIN)/python -m pytest -m kernels $(XDIST)
 
 figs: $(STAMP)
 	$(BIN)/theorylab figs --out report/figs
