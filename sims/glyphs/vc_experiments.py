@@ -6,7 +6,9 @@
   collapse") and on held-out images ("test collapse", Fig 6/8: ``aug_test`` and ``face_test``), with the
   held-out accuracy at each checkpoint and whether fuzziness needed the fallback rank there
   (``{split}/fuzziness_fallback``). ``permuted`` holds the same metrics with the fine labels randomly
-  permuted over the samples (the negative control's realistic mistake: features paired with the wrong labels).
+  permuted over the samples (the negative control's realistic mistake: features paired with the wrong labels);
+  ``permuted2`` those of a second, independent permutation (a labelling the network never learned: what the
+  features' geometry alone does to a metric, the baseline the check divides fuzziness by).
 * :func:`transfer_point` (VC Sec 6.3, Fig 7, Eq 6): one network of the τ or λ group: its four metrics on the
   training images of P (the paper evaluates them "on a 50000 subset of ImageNet train set"), its pretraining test
   accuracy p_pretrain (its own classifier on aug_test) and the linear-probe accuracies p_i on the
@@ -95,10 +97,12 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                "images_per_s": net.images_per_s}
         data = {sp: pt.split_images(quick, sp, P) for sp in SPLITS}
         perm = np.random.default_rng(PERMUTE_SEED)
+        perm2 = np.random.default_rng([PERMUTE_SEED, 2])  # a second labelling never learned: the fuzziness baseline
         for sp, (X, yf) in data.items():
             y = _dense(yf, P)
             yp = perm.permutation(y)
-            rows, rows_p, acc, fallback, seen = [], [], [], [], []
+            yp2 = perm2.permutation(y)
+            rows, rows_p, rows_p2, acc, fallback, seen = [], [], [], [], [], []
             for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
                 if any(np.array_equal(f["logits"], g) for g in seen):  # two horizons, one set of weights
@@ -107,9 +111,11 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                 seen.append(f["logits"])
                 last = f
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
+                mp2 = collapse_metrics(f["features"], yp2)
                 fallback.append(fuzziness_and_rank(vc.ClassStats.from_features(f["features"], y))[1] is not None)
                 rows.append([m[k] for k in METRICS])
                 rows_p.append([mp[k] for k in METRICS])
+                rows_p2.append([mp2[k] for k in METRICS])
                 acc.append(pt.own_accuracy(net, f["logits"], yf))
             # the curve ends at the final network (checkpoints read in training order, the last one the final weights)
             pt.check_final(net, last["logits"], X, f"vc.training_collapse, {sp} curve's last checkpoint")
@@ -117,6 +123,7 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                 pt.check_held_out(data["train"][0], X, f"vc.training_collapse, {sp} features")
             out[f"{sp}/metrics"] = np.asarray(rows)
             out[f"{sp}/permuted"] = np.asarray(rows_p)
+            out[f"{sp}/permuted2"] = np.asarray(rows_p2)
             out[f"{sp}/accuracy"] = np.asarray(acc)
             out[f"{sp}/fuzziness_fallback"] = np.asarray(fallback)
             out[f"{sp}/n"] = len(y)
