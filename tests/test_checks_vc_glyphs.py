@@ -21,6 +21,22 @@ def test_trend_reads_a_decrease_with_one_inversion_and_rejects_flat_or_rising_cu
     assert not G.trend([0.9, 1.0, 0.5, 0.6])["holds"]        # ρ = −0.6: two inversions
 
 
+def test_fuzziness_is_judged_as_the_labels_share_over_a_never_learned_labelling():
+    """A raw fuzziness curve that falls exactly as fast as the same features' fuzziness under a random labelling (the
+    features' geometry, not collapse) does not pass; one that falls against a flat baseline does. VCI stays raw."""
+    ep = 4
+    fall = np.array([10.0, 8.0, 6.0, 4.0])
+    noise = np.array([1.0, 1.01, 0.99, 1.02])
+    curves = {sp: np.column_stack([fall, fall, fall, fall]) for sp in G.JUDGED_SPLITS}
+    geometry = {sp: np.column_stack([fall, fall * noise * 3, fall, fall]) for sp in G.JUDGED_SPLITS}
+    flat = {sp: np.column_stack([fall, np.full(ep, 30.0) * noise, fall, fall]) for sp in G.JUDGED_SPLITS}
+    raw = G.judge_collapse(curves, slice(None))
+    assert raw["fuzziness on train"]["holds"]  # the raw reading passes whatever the baseline does
+    assert not G.judge_collapse(curves, slice(None), baseline=geometry)["fuzziness on train"]["holds"]
+    share = G.judge_collapse(curves, slice(None), baseline=flat)
+    assert share["fuzziness on train"]["holds"] and share["vci on train"] == raw["vci on train"]
+
+
 def test_r_crit_is_the_one_sided_five_percent_value():
     assert G.r_crit(6) == pytest.approx(0.729, abs=1e-3)
     assert G.r_crit(3) == pytest.approx(0.988, abs=1e-3)
