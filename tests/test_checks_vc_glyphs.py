@@ -138,3 +138,16 @@ def test_a_negative_correlation_on_one_seed_is_reported_not_refuted(monkeypatch)
     monkeypatch.setattr(G, "sensitivity", lambda *a, **k: pytest.fail("no sensitivity runs without a refutation"))
     r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
     assert not r.holds and r.undecided and "needs ≥ 3 seeds" in r.undecided and r.finding is None
+
+
+def test_a_positive_correlation_on_one_seed_is_reported_not_a_pass(monkeypatch):
+    """The rule both ways: one seed cannot pass the transfer correlation either — trained networks whose VCI rises
+    with MLOG in both groups give an ``undecided`` Result (reported), not a pass."""
+    vcis = np.linspace(0.3, 0.8, 6)
+    pts = {g: [{"metrics": [v, 1.0, 1.0, 0.5], "p_pretrain": 0.9, "p_downstream": [0.5 + 0.1 * v] * 4,
+                "seconds": 1.0} for v in vcis] for g in ("tau", "lambda")}
+    monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: np.asarray([p["metrics"][0] for p in ps]))
+    r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
+    assert r.holds and r.undecided and "needs ≥ 3 seeds" in r.undecided and r.finding is None
+
