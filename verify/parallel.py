@@ -101,10 +101,14 @@ _WORKER: dict = {}
 
 
 def _worker_init(plugins, entry_points) -> None:
-    from verify import api
+    """A worker's checks and figures: the built-in ones and the plugins' (what verify.api's load_checks and figures
+    give the parent), loaded here without verify.api, which imports this module."""
+    from paper_figs import registry as figreg
+    from verify import plugins as _plugins
 
-    _WORKER["checks"] = api.load_checks(plugins, entry_points)
-    _WORKER["figures"] = api.figures(plugins, entry_points)
+    _plugins.load([plugins] if isinstance(plugins, str) else plugins, entry_points=entry_points)
+    _WORKER["checks"] = registry.discover()
+    _WORKER["figures"] = figreg.discover()
 
 
 def _draw(fid: str, out_dir, quick: bool):

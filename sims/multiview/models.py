@@ -35,6 +35,7 @@ import os
 import sys
 
 from sims.multiview import data as _data
+from sims.multiview.defaults import DEFAULTS
 
 BUILTIN = dict(_data.MODELS)  # name -> class; never replaced
 #: config keys passed to a factory that accepts them (the config key ``seed`` as ``dictionary_seed``)
@@ -213,8 +214,6 @@ def check_protocol(obj, what: str | None = None) -> None:
 
 def build(cfg: dict, entry: ModelEntry | None = None):
     """The data model of a validated config: ``factory(d, P, s, k, **kw)`` (module docstring)."""
-    from sims.multiview.experiment import DEFAULTS
-
     entry = entry or resolve(cfg["model"])
     values = {k: cfg[k] for k in DATA_KEYS if k != "dictionary_seed"}
     values["dictionary_seed"] = cfg["seed"]

@@ -24,13 +24,14 @@ import numpy as np
 
 from sims.real import analysis as A
 from sims.threads import single_threaded
-from verify.checks._glyph_real import (plain_check, ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
+from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
                                        SUPPORT_MAX, either, glyph_data, judge_table1, row_view,
                                        table1_sensitivity)
 from sims.real.analysis import PICTURE
 from verify.checks import _glyph_preps as gp
 from verify.checks import _nd_scan as S_
-from verify.checks._glyph_real import RHO_GRID
+from verify.checks._nd_reference import plain_check
+from verify.checks._nd_scan import RHO_GRID
 from verify.registry import Result, check
 
 IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
