@@ -7,8 +7,9 @@
   held-out accuracy at each checkpoint and whether fuzziness needed the fallback rank there
   (``{split}/fuzziness_fallback``). ``permuted`` holds the same metrics with the fine labels randomly
   permuted over the samples (the negative control's realistic mistake: features paired with the wrong labels);
-  ``permuted2`` those of a second, independent permutation (a labelling the network never learned: what the
-  features' geometry alone does to a metric, the baseline the check divides fuzziness by).
+  ``train/fuzziness_null`` (NULL_LABELLINGS × checkpoints) the training features' fuzziness under that many other
+  random labellings (never learned: what the features' geometry alone does to fuzziness, the check's null) and
+  ``train/fuzziness_null_fallback`` where one of them needed the fallback rank.
 * :func:`transfer_point` (VC Sec 6.3, Fig 7, Eq 6): one network of the τ or λ group: its four metrics on the
   training images of P (the paper evaluates them "on a 50000 subset of ImageNet train set"), its pretraining test
   accuracy p_pretrain (its own classifier on aug_test) and the linear-probe accuracies p_i on the
@@ -44,6 +45,7 @@ LAMBDA_GRID = {False: tuple(LAMBDA_SCALE * v for v in PAPER_LAMBDA_GRID), True: 
 METRICS = ("vci", "fuzziness", "squared_distance", "cosine_similarity")
 SPLITS = ("train", "aug_test", "face_test")
 PERMUTE_SEED = 7
+NULL_LABELLINGS = 20  # random labellings whose fuzziness drops form the check's null (its 95th percentile: 1 in 20)
 
 
 def collapse_metrics(H, y) -> dict:
@@ -97,12 +99,12 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                "images_per_s": net.images_per_s}
         data = {sp: pt.split_images(quick, sp, P) for sp in SPLITS}
         perm = np.random.default_rng(PERMUTE_SEED)
-        perm2 = np.random.default_rng([PERMUTE_SEED, 2])  # a second labelling never learned: the fuzziness baseline
+        null_rng = np.random.default_rng([PERMUTE_SEED, 2])  # labellings never learned: fuzziness's null
         for sp, (X, yf) in data.items():
             y = _dense(yf, P)
             yp = perm.permutation(y)
-            yp2 = perm2.permutation(y)
-            rows, rows_p, rows_p2, acc, fallback, seen = [], [], [], [], [], []
+            null = [null_rng.permutation(y) for _ in range(NULL_LABELLINGS)] if sp == "train" else []
+            rows, rows_p, acc, fallback, seen, null_f, null_fb = [], [], [], [], [], [], []
             for e in sorted(net.checkpoints):
                 f = pt.net_features(net.at_checkpoint(e), X)
                 if any(np.array_equal(f["logits"], g) for g in seen):  # two horizons, one set of weights
@@ -111,11 +113,12 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                 seen.append(f["logits"])
                 last = f
                 m, mp = collapse_metrics(f["features"], y), collapse_metrics(f["features"], yp)
-                mp2 = collapse_metrics(f["features"], yp2)
                 fallback.append(fuzziness_and_rank(vc.ClassStats.from_features(f["features"], y))[1] is not None)
                 rows.append([m[k] for k in METRICS])
                 rows_p.append([mp[k] for k in METRICS])
-                rows_p2.append([mp2[k] for k in METRICS])
+                fr = [fuzziness_and_rank(vc.ClassStats.from_features(f["features"], yn)) for yn in null]
+                null_f.append([v for v, _ in fr])
+                null_fb.append([r is not None for _, r in fr])
                 acc.append(pt.own_accuracy(net, f["logits"], yf))
             # the curve ends at the final network (checkpoints read in training order, the last one the final weights)
             pt.check_final(net, last["logits"], X, f"vc.training_collapse, {sp} curve's last checkpoint")
@@ -123,7 +126,9 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
                 pt.check_held_out(data["train"][0], X, f"vc.training_collapse, {sp} features")
             out[f"{sp}/metrics"] = np.asarray(rows)
             out[f"{sp}/permuted"] = np.asarray(rows_p)
-            out[f"{sp}/permuted2"] = np.asarray(rows_p2)
+            if null:  # (labellings, checkpoints)
+                out[f"{sp}/fuzziness_null"] = np.asarray(null_f).T
+                out[f"{sp}/fuzziness_null_fallback"] = np.asarray(null_fb).T
             out[f"{sp}/accuracy"] = np.asarray(acc)
             out[f"{sp}/fuzziness_fallback"] = np.asarray(fallback)
             out[f"{sp}/n"] = len(y)
