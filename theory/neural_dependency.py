@@ -197,8 +197,9 @@ def replaced_logit_metrics_many(F, labels, thetas, offset=None, evaluated=None) 
     orig_acc = float(orig_hit.mean())
     n_pos = np.bincount(y, minlength=n)
     orig_pos_hits = np.bincount(y[orig_hit], minlength=n)
-    FT, ET = np.ascontiguousarray(F.T), (None if evaluated is None else np.ascontiguousarray(E.T))
-    ET = FT if ET is None else ET  # rows: categories, so every per-pair reduction runs along a contiguous row
+    # rows: categories, so every per-pair reduction runs along a contiguous row
+    FT = np.ascontiguousarray(F.T)
+    ET = FT if evaluated is None else np.ascontiguousarray(E.T)
     supports = [np.flatnonzero(r) for r in rests]
     groups: dict = {}
     for p, sup in enumerate(supports):

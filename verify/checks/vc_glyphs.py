@@ -60,6 +60,11 @@ def spearman(x, y) -> float:
     return float(stats.spearmanr(x, y)[0])
 
 
+def relative_drop(c) -> float:
+    """(first − last) / |first| of a curve over its horizons (−inf when it starts at 0)."""
+    return (c[0] - c[-1]) / abs(c[0]) if c[0] != 0 else -math.inf
+
+
 def trend(curve) -> dict:
     """{'rho', 'drop', 'holds', 'miss'} of one metric curve over the judged horizons (module doc)."""
     c = np.asarray(curve, float)
@@ -67,7 +72,7 @@ def trend(curve) -> dict:
         raise ValueError(f"the metric curve is constant over its {len(c)} horizons ({c[0]!r}): Spearman ρ is undefined "
                          "(were the checkpoints read as one network?)")
     rho = spearman(np.arange(len(c)), c)
-    drop = (c[0] - c[-1]) / abs(c[0]) if c[0] != 0 else -math.inf
+    drop = relative_drop(c)
     rho = -1.0 if not np.isfinite(rho) else round(rho, 12)  # ρ of 4 points is a multiple of 0.2: no rounding slip
     miss = max((1 + rho) / (1 + RHO_MAX), DROP_MIN / drop if drop > 0 else math.inf)
     return {"rho": rho, "drop": drop, "holds": bool(miss <= 1), "miss": float(miss)}
@@ -82,7 +87,7 @@ NULL_QUANTILE = 0.95  # fuzziness's drop must reach this quantile of the never-l
 def label_specific(drop: float, null_curves) -> dict:
     """A drop against the drops of ``null_curves`` (labellings, horizons): its miss is the null's NULL_QUANTILE
     quantile over the drop (≤ 1: the drop is at least the quantile; 0 when the quantile is ≤ 0 < drop)."""
-    nd = np.array([(c[0] - c[-1]) / abs(c[0]) if c[0] != 0 else -math.inf for c in np.asarray(null_curves, float)])
+    nd = np.array([relative_drop(c) for c in np.asarray(null_curves, float)])
     q = float(np.quantile(nd, NULL_QUANTILE))
     miss = math.inf if not drop > 0 else (0.0 if q <= 0 else q / drop)
     return {"null_quantile": q, "miss": miss}
