@@ -8,8 +8,9 @@ sources with :mod:`ast` (nothing is imported), including imports inside function
 importing a submodule runs its parent packages' ``__init__``, so those count too. Editing any of these
 files changes the fingerprint; editing a module that the computation does not import does not.
 
-The hash covers module names and file contents (not paths), so two checkouts of the same code share
-cache entries. The caching machinery itself (this module and ``sims.cache``) is left out: it does not
+The hash covers module names and each file's code (not paths): its syntax tree with docstrings and comments
+removed, so two checkouts of the same code share cache entries and editing a docstring or a comment keeps them
+(a file that does not parse is hashed byte for byte). The caching machinery itself (this module and ``sims.cache``) is left out: it does not
 change what a computation returns.
 """
 from __future__ import annotations
@@ -58,6 +59,31 @@ def stale(modules) -> list[str]:
             out.append(name)
     return sorted(out)
 _IMPORTS: dict[str, tuple] = {}  # content sha256 -> imported module names (parsing memoised by content)
+_CODE: dict[str, str] = {}  # content sha256 -> sha256 of the code without docstrings
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` with the docstring of the module and of every class and function removed (in place)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def code_digest(source: bytes, digest: str | None = None) -> str:
+    """sha256 of the source's code: its syntax tree (no line numbers) without docstrings; comments never reach
+    the tree. A source that does not parse is hashed as bytes. Memoised by the content's sha256 ``digest``."""
+    digest = digest or hashlib.sha256(source).hexdigest()
+    if digest not in _CODE:
+        try:
+            dump = ast.dump(_strip_docstrings(ast.parse(source)), include_attributes=False)
+            _CODE[digest] = hashlib.sha256(dump.encode()).hexdigest()
+        except (SyntaxError, ValueError):
+            _CODE[digest] = digest
+    return _CODE[digest]
 
 
 @functools.cache
@@ -174,7 +200,7 @@ def code_fingerprint(*objs) -> tuple[str, list[str]]:
             seen[name] = "unreadable"
             continue
         digest = hashlib.sha256(src).hexdigest()
-        seen[name] = digest
+        seen[name] = code_digest(src, digest)
         for dep in _imported_names(src, digest, name, is_pkg):
             if dep in seen or dep in IGNORED:
                 continue

@@ -1,6 +1,7 @@
 """sims.cache: results keyed by parameters AND code, damaged files recomputed, readable permissions, location."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import stat
@@ -279,3 +280,39 @@ def test_a_dependency_edited_mid_run_is_not_stored_under_the_new_code(cache_env,
                             "helper_mod.compute)['v'])", str(pkg)], env=env, capture_output=True, text=True,
                            timeout=600)
     assert fresh.stdout.strip() == "2.0" and len(list(cache_env.glob("edited_mid_run-*.npz"))) == 1
+
+
+def test_fingerprint_ignores_docstrings_and_comments_not_code(tmp_path, monkeypatch):
+    """Docstrings and comments cannot change what a computation returns, so editing them keeps cache entries;
+    any edit of the code itself (a constant, an operator) changes the fingerprint."""
+    name = f"fpdoc_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / name
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    src = '"""Module doc."""\n\ndef f(x):\n    """Doc of f."""\n    return x + 1  # a comment\n'
+    variants = {
+        "docstrings": '"""Other doc,\nmeasured on another machine."""\n\n\ndef f(x):\n    """Changed."""\n    return x + 1\n',
+        "no docstrings": "def f(x):\n    return x + 1  # another comment\n",
+        "constant": src.replace("x + 1", "x + 2"),
+        "operator": src.replace("x + 1", "x - 1"),
+        "string value": src.replace("return x + 1", "return str(x) + 'a'"),
+    }
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def fp(text):
+        (root / "m.py").write_text(text)
+        for m in [m for m in sys.modules if m.startswith(name)]:
+            del sys.modules[m]
+        mod = importlib.import_module(f"{name}.m")
+        return codehash.code_fingerprint(mod.f)[0]
+
+    try:
+        base = fp(src)
+        assert fp(variants["docstrings"]) == base
+        assert fp(variants["no docstrings"]) == base
+        for kind in ("constant", "operator", "string value"):
+            assert fp(variants[kind]) != base, kind
+        assert codehash.code_digest(b"def (:\n") == hashlib.sha256(b"def (:\n").hexdigest()  # unparsable: bytes
+    finally:
+        for m in [m for m in sys.modules if m.startswith(name)]:
+            del sys.modules[m]
