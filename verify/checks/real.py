@@ -11,7 +11,7 @@ Two data sources (docs/real.md):
   errors and accuracies against the true code points on the held-out DejaVu Serif faces (``face_test``); target
   categories a seeded random draw (verify/checks/_glyph_real.py). Judged (pass / refuted) once the network has
   reached its required held-out accuracy (suite.precondition); below it the Result is ``undecided`` (reported).
-  Two seeds in a full run: seed s judges ``lenet-s<s>`` (a third 1000-class training is beyond the budget).
+  Three seeds in a full run: seed s judges ``lenet-s<s>`` (three independently trained networks).
 
 The 17 photographs of the earlier demonstration are no longer used by these checks (``theorylab analyze`` still
 runs on them). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
@@ -35,7 +35,7 @@ from verify.checks._nd_scan import RHO_GRID
 from verify.registry import Result, check
 
 IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
-#: Full runs: seed s judges the glyph network lenet-s<s> (two 1000-class trainings fit the budget); on an ImageNet
+#: Full runs: seed s judges the glyph network lenet-s<s> (issue 36 §3: ≥ 3 networks for a claim about networks); on an ImageNet
 #: folder a seed only redraws the random half split.
 REAL_SEEDS = GLYPH_SEEDS
 SENS = "sensitivity: the verdict with each open choice moved (median columns, miss in tolerance units)"
