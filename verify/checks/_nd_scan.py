@@ -200,7 +200,7 @@ def alternatives(ctx, d: dict, S, offset=None) -> dict:
 
 def regime(d: dict) -> dict | None:
     """ND's stated conditions (Sec 2: a well-trained network with meaningful outputs; the title and Sec 2.2: massive
-    categories, n well above the feature width d so that Cov is singular), measured on the glyph data."""
+    categories, n well above the feature width d so that Cov is singular), computed on the glyph data."""
     pre = d.get("precondition")
     if pre is None or d.get("W") is None:
         return None

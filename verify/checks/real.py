@@ -13,8 +13,7 @@ Two data sources (docs/real.md):
   reached its required held-out accuracy (suite.precondition); below it the Result is ``undecided`` (reported).
   Two seeds in a full run: seed s judges ``lenet-s<s>`` (a third 1000-class training is beyond the budget).
 
-The 17 photographs of the earlier demonstration are no longer used by these checks (``theorylab analyze`` still
-runs on them). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
+``theorylab analyze`` runs on photographs; these checks do not (docs/real.md). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
 """
 from __future__ import annotations
 
