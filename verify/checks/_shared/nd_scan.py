@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sims.real import analysis as A
-from verify.checks._nd_reference import plain_check
+from verify.checks._shared.nd_reference import plain_check
 
 RHO_GRID = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02)  # the existential scan's λ = ρ·λ_max(i) (every category at each)
 MAX_LISTED = 12  # categories named in the details

@@ -7,7 +7,7 @@ that are resolvably exact combinations of the others (their null-space component
 above the documented rounding level) but get R ≠ 0. :func:`heterogeneous_floor_family` builds such covariances
 (docs/nd.md): categories whose signal and offset scales differ by 6 decades, null
 dimension 0–3, N < n and N = 5n, built as a user builds them (``second_moment``). Used by ``nd.floor_closed_form``,
-``nd.relative_floor`` (:mod:`verify.checks.nd`) and ``nd.massive_categories`` (:mod:`verify.checks.nd_covlasso`).
+``nd.relative_floor`` (:mod:`verify.checks.nd.closed_forms`) and ``nd.massive_categories`` (:mod:`verify.checks.nd.covlasso`).
 """
 from __future__ import annotations
 
