@@ -19,7 +19,7 @@ same cached function, so a simulation runs once per parameter set and code versi
   lock, then reads what the first one wrote instead of computing it again (a verify run with ``--jobs 2`` and
   a sweep's workers share networks and results this way). The lock goes with the process that holds it (a
   killed process leaves no stale lock); lock files stay (a few bytes each; ``make clean`` removes the cache).
-  Where ``fcntl`` is missing (Windows) entries are computed without the lock, as before.
+  Where ``fcntl`` is missing (Windows) entries are computed without the lock.
 """
 from __future__ import annotations
 

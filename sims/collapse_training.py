@@ -91,8 +91,7 @@ def train_run(task: str = "digits", epochs: int = 60, record_every: int = 5, see
               device: str = "cpu", lr: float = 0.05, weight_decay: float = 5e-4) -> dict:
     """Train one task and record the metrics on train and test features every ``record_every`` epochs.
 
-    Runs torch with one intra-op thread (restored afterwards): these nets are tiny, and on a shared 2-core
-    machine multi-threaded kernels made the run ~100× slower.
+    Runs torch with one intra-op thread (restored afterwards): these nets are tiny (docs/vc.md, sims/threads.py).
     """
     from sims.threads import single_threaded
 

@@ -445,7 +445,7 @@ def regularizer_experiment(p: TaskParams, seed: int, *, epochs: int = 10, weight
         return cached("nd_training_regularizer", params, compute)
 
 
-# The sizes used by the checks (verify/checks/nd_training.py) and figures (paper_figs/nd_training.py), so both read
+# The sizes used by the checks (verify/checks/nd/sec3_training.py) and figures (paper_figs/nd_training.py), so both read
 # the same cache. quick: 100 classes (90 base + 10 new); full: 120 classes (100 base + 20 new), 30 fine-tuning
 # epochs as ND App. C.
 QUICK = {"task": TaskParams(n_classes=100, n_train=80, n_test=50, hidden=96, epochs=10), "n_new": 10, "ft_epochs": 30}

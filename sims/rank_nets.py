@@ -205,7 +205,7 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
 
 
 def rd_settings(quick: bool) -> dict:
-    """Sizes of every RD experiment, shared by the checks (verify/checks/rd.py) and figures (paper_figs/rd.py),
+    """Sizes of every RD experiment, shared by the checks (verify/checks/rd/rank.py) and figures (paper_figs/rd.py),
     so a figure reads the cached result its check computed. Chosen from the paper's settings before running
     (docs/rd.md lists each beside the paper's): "For all L" claims are read at three depths and two or three
     sizes; a full run repeats every sim check for 3 seeds."""

@@ -1,9 +1,9 @@
 """One place that limits thread pools: torch's intra-op threads and the BLAS/OpenMP pools (threadpoolctl).
 
 Why it matters here. The matrices of most checks and simulations are small (a few hundred rows); on a
-2-core machine shared with other processes, thread pools that spin-wait for descheduled workers made such
-operations 4–100× slower than one thread (measured: a 200×200 Cholesky 88 ms instead of 0.6 ms, a small
-backward pass ~30×). One thread also fixes the order of BLAS reductions, so a sweep point gives the same
+machine shared with other processes, thread pools that spin-wait for descheduled workers make such operations
+much slower than one thread (docs/reproducibility.md has the measurements). One thread also fixes the order of
+BLAS reductions, so a sweep point gives the same
 floats in a local pool, serially or on a Dask worker, and BLAS called inside a numba ``prange`` region must
 not start threads of its own.
 

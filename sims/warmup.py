@@ -1,7 +1,7 @@
 """Compile every numba kernel once, into the on-disk cache (``NUMBA_CACHE_DIR``), at install time.
 
-The kernels are ``cache=True``; the first call on a fresh machine still compiles them (about 40 s here for
-the CovLasso homotopy and the random-matrix kernels, most of it the ``parallel=True`` ones). ``make``
+The kernels are ``cache=True``; the first call on a fresh machine still compiles them (the CovLasso homotopy
+and the random-matrix kernels, most of the time in the ``parallel=True`` ones; docs/reproducibility.md). ``make``
 runs ``python -m sims.warmup`` right after installing, so that ``theorylab verify --quick`` and the tests
 measure the mathematics, not the compiler. Each entry point is called on a tiny input with the argument
 types the package uses, so the cached signatures are the ones later calls look up.

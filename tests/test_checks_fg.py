@@ -60,7 +60,7 @@ def test_fg_training_checks_state_settling_and_t0(tmp_path):
 
 def test_undecided_result_is_reported_not_a_verdict(monkeypatch, tmp_path):
     """A judged quantity that has not settled gives no verdict: the registry turns it into `reported`."""
-    from verify.checks import fg
+    from verify.checks.fg import training as fg
 
     monkeypatch.setitem(fg.SETTLE_TOL, "error", -1.0)  # nothing can settle within a negative tolerance
     out = run_quick("fg.coarse_training", tmp_path=tmp_path)

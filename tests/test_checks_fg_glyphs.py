@@ -1,4 +1,4 @@
-"""fg.label_granularity (verify/checks/fg_glyphs.py): the judge on made-up correctness arrays, the hard-class
+"""fg.label_granularity (verify/checks/fg/glyphs.py): the judge on made-up correctness arrays, the hard-class
 definition, the linear probe, the positive control, and a planted probe bug that must turn it to fail."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from sims.glyphs import probe
 from tests.helpers import run_quick
 from verify import registry
-from verify.checks import fg_glyphs as G
+from verify.checks.fg import glyphs as G
 
 
 def _arrays(acc_easy, acc_hard, n=400, seed=0):

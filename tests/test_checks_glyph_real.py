@@ -1,4 +1,4 @@
-"""The real-model checks judged on the glyph networks (verify/checks/real.py, _glyph_real.py, nd.between_networks'
+"""The real-model checks judged on the glyph networks (verify/checks/real/trained_networks.py, _shared/glyph_real.py, nd.between_networks'
 glyph line, nd.new_categories' combination of lines): cheap tests on stand-in "networks" (synthetic logits with a
 planted low-rank structure put where the suite's outputs go), the precondition, the status rules and planted bugs.
 The real quick networks are exercised by the slow test at the end."""
@@ -51,8 +51,8 @@ def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int =
 def stand_in(monkeypatch):
     from sims.glyphs import dependencies as GD
     from sims.glyphs import suite
-    from verify.checks import _glyph_real as G
-    from verify.checks import real as R
+    from verify.checks._shared import glyph_real as G
+    from verify.checks.real import trained_networks as R
 
     state = {"trained": True}
     monkeypatch.setattr(GD, "outputs", _fake_outputs())
@@ -110,7 +110,7 @@ def test_between_networks_glyph_line_passes_and_its_negative_control_fails(stand
 
 
 def test_between_networks_glyph_miss_is_a_refutation_with_a_finding(stand_in, monkeypatch):
-    from verify.checks import _glyph_real as G
+    from verify.checks._shared import glyph_real as G
 
     orig = G.between_glyph
 
@@ -169,7 +169,7 @@ def test_a_planted_cls_dim_bug_is_a_fail(stand_in, monkeypatch):
 
 
 def test_judge_table1_rules():
-    from verify.checks._glyph_real import judge_table1
+    from verify.checks._shared.glyph_real import judge_table1
 
     row = dict(rel_err=0.1, spread_rel_err=0.1, abs_err=0.1, support=5, acc=0.5, ori_acc=0.5, pos_acc=0.8,
                ori_pos_acc=0.9)
@@ -181,7 +181,7 @@ def test_judge_table1_rules():
 
 
 def test_new_categories_combines_its_two_lines():
-    from verify.checks.nd_training import _combine
+    from verify.checks.nd.sec3_training import _combine
 
     h, r, c = ({"verdict": v, "miss": m} for v, m in (("holds", 0.5), ("refuted", 3.0), ("cannot tell", 2.0)))
     assert _combine({"a": h, "b": h}) == (True, 0.5, None)
@@ -223,7 +223,7 @@ def test_an_original_accuracy_of_zero_is_no_verdict():
     """ND Table 1's accuracy columns are read against the unmodified model's: where that is 0 (e.g. labels shifted
     against the logit columns) the comparison cannot be read. It used to count as met (a miss of 0), so such a bug
     turned a refuted verdict into a pass; now the reading is ``undecided``."""
-    from verify.checks._glyph_real import either, judge_table1
+    from verify.checks._shared.glyph_real import either, judge_table1
 
     row = {"rel_err": 0.05, "spread_rel_err": 0.05, "abs_err": 1.0, "support": 5, "acc": 0.0, "ori_acc": 0.0,
            "pos_acc": 0.0, "ori_pos_acc": 0.0}
@@ -239,7 +239,7 @@ def test_a_centring_slip_in_the_second_moment_fails_the_positive_control(monkeyp
     """The planted dependency goes through a bias-only logit (f_3 ≡ 2), which ND's raw second moment represents
     and a centred covariance cannot: the library bug 'second moment centred' must make the positive control fail."""
     from sims.real import analysis as A
-    from verify.checks import real as R
+    from verify.checks.real import trained_networks as R
 
     ctx = registry.Context(check_id=cid, quick=True)
     compare = registry.discover()[cid].compare
@@ -252,7 +252,7 @@ def test_a_centring_slip_in_the_second_moment_fails_the_positive_control(monkeyp
 
 def test_permute_columns_is_the_column_by_column_shuffle():
     """Independent reference: the loop it replaced (one permutation per column, in column order, column i kept)."""
-    from verify.checks import real as R
+    from verify.checks.real import trained_networks as R
 
     scores = np.random.default_rng(3).normal(size=(50, 7))
     got = R.permute_columns(scores, 2, np.random.default_rng(11))
@@ -302,7 +302,7 @@ def test_a_refutation_that_goes_away_with_an_open_choice_is_reported(stand_in, m
     sensitivity row with one of ND's open choices moved to the paper's side holds: the refutation is a finding about
     that choice (reported, the row named). A row shown only (decides False: the |f|-relative error on raw logits,
     which cannot fail) never turns a refutation into a report."""
-    from verify.checks import _nd_scan as S_
+    from verify.checks._shared import nd_scan as S_
 
     real = S_.scan
 
@@ -325,8 +325,8 @@ def test_a_refutation_that_goes_away_with_an_open_choice_is_reported(stand_in, m
 
 def test_alternatives_scan_each_open_choice(stand_in):
     """Each sensitivity row is a scan of its own (the picture's parts and the twins moved one at a time)."""
-    from verify.checks import _glyph_real as G
-    from verify.checks import _nd_scan as S_
+    from verify.checks._shared import glyph_real as G
+    from verify.checks._shared import nd_scan as S_
     from verify.registry import Context
 
     ctx = Context(check_id="nd.table1_metrics", quick=True, seed=0)

@@ -7,8 +7,8 @@ import torch
 from sims import rank_components as fig3
 from sims import rank_nets as N
 from tests.helpers import run_quick
-from verify.checks import rd
-from verify.checks import rd_products as checks
+from verify.checks.rd import rank as rd
+from verify.checks.rd import products as checks
 
 EXPECTED = {
     "rd.numerical_rank_stable": "pass",
@@ -169,11 +169,11 @@ def test_rd_figures_draw(fid, tmp_path):
 
 
 def test_positive_control_closed_forms_are_independent_and_right():
-    """The closed forms the positive controls compare the library with (verify/checks/_rd_controls.py): the MP tail
+    """The closed forms the positive controls compare the library with (verify/checks/rd/_controls.py): the MP tail
     against theory.rank's quadrature, the quarter-circle CDF at a known point, and the Bartlett layers: the library's
     Benettin kernel returns Σ log R_kk exactly, with every step rotating a full frame."""
     from theory import rank as R
-    from verify.checks import _rd_controls as C
+    from verify.checks.rd import _controls as C
 
     for g in (1.0, 0.5, 0.1):
         for x in (0.05, 0.3, 1.0, 2.0):

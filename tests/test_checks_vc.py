@@ -33,7 +33,7 @@ def test_controls_stand_for_subtle_bugs(tmp_path):
 def test_trace_bound_control_needs_the_equality_case(tmp_path):
     """N−1 in Σ_T only shrinks the trace: the inequality half passes, the equality half catches it."""
     from verify import registry
-    from verify.checks import vc as checks
+    from verify.checks.vc import sec5_probe as checks
 
     ctx = registry.Context(check_id="vc.trace_bound", quick=True)
     planted = checks.trace_bound(ctx, True)
@@ -51,7 +51,7 @@ def test_trace_bound_reports_rank_additivity(tmp_path):
 def test_paper_tables_sign_half_is_exercised(tmp_path):
     """The planted misalignment leaves the MLOG recomputation intact: the control fails on the correlations."""
     from verify import registry
-    from verify.checks import vc_tables
+    from verify.checks.vc import appc_tables as vc_tables
 
     ctx = registry.Context(check_id="vc.paper_tables", quick=True)
     planted = vc_tables.paper_tables(ctx, True)

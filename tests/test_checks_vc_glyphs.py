@@ -1,4 +1,4 @@
-"""vc.training_collapse and vc.transfer_correlation (verify/checks/vc_glyphs.py): the judges on made-up curves and
+"""vc.training_collapse and vc.transfer_correlation (verify/checks/vc/sec6_glyphs.py): the judges on made-up curves and
 correlations, the positive controls through theory.collapse, and planted library bugs that must turn them to fail."""
 import importlib
 
@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import run_quick
 from theory import collapse as vc
 from verify import registry
-from verify.checks import vc_glyphs as G
+from verify.checks.vc import sec6_glyphs as G
 
 M = importlib.import_module("theory.collapse.metrics")
 

@@ -392,7 +392,7 @@ def hetero_floor_violations(draws: int = 550, seed: int = 25):
     (categories resolvably in the exact null space of the factor with R ≠ 0, judged: see zero_pattern_violations)."""
     from sims.nd_models import mp_floors
 
-    from verify.checks.nd_floor_families import zero_pattern_violations
+    from verify.checks.nd._floor_families import zero_pattern_violations
 
     rng = np.random.default_rng(seed)
     bad = zeros = cats = 0

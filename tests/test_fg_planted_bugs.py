@@ -102,7 +102,7 @@ def test_mean_read_out_fails_sgd_update(monkeypatch, tmp_path):
     import torch
 
     import sims.multiview.learner as learner
-    import verify.checks.fg_model as fm
+    import verify.checks.fg.model as fm
 
     def mean_readout(F, coarse_of_fine, n_coarse=2):
         return torch.stack([F[:, coarse_of_fine == y].mean(1) for y in range(n_coarse)], 1)
@@ -114,7 +114,7 @@ def test_mean_read_out_fails_sgd_update(monkeypatch, tmp_path):
 
 
 def test_ties_not_counted_fails_sgd_update(monkeypatch, tmp_path):
-    import verify.checks.fg_model as fm
+    import verify.checks.fg.model as fm
 
     monkeypatch.setattr(fm, "mistakes", lambda s, y: s.gather(1, y[:, None])[:, 0] < s.gather(1, (1 - y)[:, None])[:, 0])
     out = run_quick("fg.sgd_update", tmp_path=tmp_path)

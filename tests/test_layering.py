@@ -78,7 +78,7 @@ MAX_LINES = 500
 # Modules already over the limit when the rule came in, with their size then: they may not
 # grow, and leave this list once split. Everything else stays under MAX_LINES.
 OVER_LIMIT = {
-    "verify/checks/nd_covlasso.py": 579,
+    "verify/checks/nd/covlasso.py": 579,
 }
 
 

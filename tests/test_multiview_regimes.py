@@ -141,7 +141,7 @@ def test_bias_threshold_is_the_learners_bias():
 
 
 def test_shared_sweep_uses_the_cache_root_and_the_seed(monkeypatch, tmp_path):
-    from verify.checks import fg
+    from verify.checks.fg import training as fg
 
     seen = {}
 

@@ -163,9 +163,9 @@ def _baseline():
                       "tests/test_checks_rd.py::test_c": {"outcome": "passed", "seconds": 0, "units": [],
                                                            "requested": ["rd.x"]}},
             "checks": {"rd.x": {"verdict": ["pass", "", ""], "seconds": 5, "units": [u.format(20)],
-                                "file": "verify/checks/rd.py"},
+                                "file": "verify/checks/rd/rank.py"},
                        "rd.y": {"verdict": ["pass", "", ""], "seconds": 1, "units": [u.format(10)],
-                                "file": "verify/checks/rd.py"}}}
+                                "file": "verify/checks/rd/rank.py"}}}
 
 
 def _mutant(unit_line, unit="f", jitted=False):
@@ -187,7 +187,7 @@ def test_module_level_mutants_reach_every_importer():
     tests, checks = tg.targets(_mutant(0, unit=""), _baseline(), ROOT)
     assert "tests/test_rank.py::test_a" in tests and checks == ["rd.y", "rd.x"]   # cheapest check first
     assert "tests/test_rank.py" in tg.importers(ROOT, "theory/rank.py")
-    assert "verify/checks/rd.py" in tg.importers(ROOT, "theory/validate.py")     # transitively
+    assert "verify/checks/rd/rank.py" in tg.importers(ROOT, "theory/validate.py")     # transitively
     assert "tests/test_layering.py" not in tg.importers(ROOT, "theory/rank.py")
 
 

@@ -93,7 +93,7 @@ def _random_theta(cov, i, lam=None, rho=None, **kw):
 @pytest.mark.parametrize("theta", [_no_dependency, _random_theta], ids=["minus_e_i", "random"])
 def test_thm1_fails_without_covlasso_theta(theta, monkeypatch, tmp_path):
     import theory.covlasso as cl
-    from verify.checks import nd_covlasso
+    from verify.checks.nd import covlasso as nd_covlasso
 
     monkeypatch.setattr(cl, "covlasso", theta)
     monkeypatch.setattr(nd_covlasso, "covlasso", theta)

@@ -4,7 +4,7 @@ import pytest
 
 from sims import dependency_training as dt
 from tests.helpers import run_quick
-from verify.checks import nd_training as nd
+from verify.checks.nd import sec3_training as nd
 
 TINY = dt.TaskParams(n_classes=12, dim=8, latent_dim=4, n_train=20, n_test=10, noise=0.5, hidden=16, epochs=20,
                     batch=32)
@@ -253,7 +253,7 @@ def test_tab4_rule_and_its_tolerance_text_agree():
     """The rule the judge applies (gain_test's verdict) and the text the report prints come from one table: a
     rejection at α refutes whatever the power (power 0.24 here), a non-rejection holds only with power ≥ 0.8."""
     from verify import registry
-    from verify.checks import nd_training as T
+    from verify.checks.nd import sec3_training as T
 
     cases = {"refuted": T.gain_test(-5.25, 1.83, 99), "holds": T.gain_test(1.9, 0.3, 99),
              "cannot tell": T.gain_test(0.5, 1.5, 99)}

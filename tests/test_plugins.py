@@ -214,7 +214,7 @@ def test_a_plugin_cannot_replace_a_built_in_check(tmp_path, capsys):
         with pytest.raises(ValueError, match=r"test_plugins: check 'nd\.lambda_max' is a built-in id"):
             registry.check("nd.lambda_max", equation="", kind="numeric", tolerance=0, tolerance_reason="",
                            negative_control="")(lambda ctx, planted: None)
-        assert registry.discover()["nd.lambda_max"].compare.__module__ == "verify.checks.nd"
+        assert registry.discover()["nd.lambda_max"].compare.__module__ == "verify.checks.nd.closed_forms"
 
 
 def test_sim_and_sweep_take_plugins_and_refuse_a_missing_one_in_one_line(tmp_path, monkeypatch, capsys):

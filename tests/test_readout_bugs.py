@@ -108,7 +108,7 @@ def test_another_seeds_network_fails(monkeypatch):
 
 
 def test_a_constant_curve_is_no_trend():
-    from verify.checks import vc_glyphs
+    from verify.checks.vc import sec6_glyphs as vc_glyphs
 
     with pytest.raises(ValueError, match="constant"):
         vc_glyphs.trend([0.5, 0.5, 0.5])

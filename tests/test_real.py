@@ -280,7 +280,7 @@ def test_real_checks_are_judged_on_an_imagenet_folder(tmp_path, monkeypatch):
     from PIL import Image
 
     from sims.real.imagenet import synsets
-    from verify.checks import real as R
+    from verify.checks.real import trained_networks as R
 
     rng = np.random.default_rng(0)
     ims = photographs()

@@ -1,7 +1,7 @@
 """Every public VC metric's value is pinned. Each test plants one realistic bug in the library (by
 monkeypatching theory.collapse, one site at a time) and asserts that ``vc.decomposition`` no longer passes: its
 metric part compares each metric, computed through the public functions, with its closed form on data whose
-Σ_B and Σ_W are chosen (verify/checks/vc_decomposition.py ``_designed``). Before the metrics were pinned, the
+Σ_B and Σ_W are chosen (verify/checks/vc/decomposition.py ``_designed``). Before the metrics were pinned, the
 first two plants left all ten VC checks passing."""
 import importlib
 

@@ -33,7 +33,7 @@ def _import_errors(verbose: bool) -> None:
     from verify import registry
 
     for name, tb in registry.IMPORT_ERRORS.items():
-        where = f"verify/checks/{name}.py" if " " not in name else name
+        where = f"verify/checks/{name.replace('.', '/')}.py" if " " not in name else name
         last = tb.strip().splitlines()[-1] if tb.strip() else "?"
         print(f"ERROR: {where} does not import ({last}); its checks count as missing", file=sys.stderr)
         if verbose:

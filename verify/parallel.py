@@ -1,5 +1,5 @@
 """Running a verify selection in worker processes: ``theorylab verify --jobs N`` (the CLI's default: the usable
-CPUs, at most 8; ``verify.run(jobs=1)``, the API's default, runs everything in this process as before).
+CPUs, at most 8; ``verify.run(jobs=1)``, the API's default, runs everything in this process).
 
 Why: most checks, and every glyph network, run on one thread (sims/threads.py says why), so one process uses
 one core. With N workers a run is one graph of tasks spread over the workers:
@@ -20,8 +20,7 @@ one core. With N workers a run is one graph of tasks spread over the workers:
 List scheduling: at most N tasks are in the pool at a time (its own queue is first in, first out); a worker that
 frees up gets the ready task with the longest chain of work still to come from it (:func:`critical_path`: its cost
 plus the costs of what waits for it; a check's cost is ``@check(cost=...)``, its seconds once its preparations are
-done, a preparation's its own estimate). Before, tasks went into the pool's queue as they became ready, so a
-read-out the last checks waited for queued behind every check nothing waited for.
+done, a preparation's its own estimate).
 
 Each worker runs one thread (torch, BLAS/OpenMP and numba: environment variables set before it starts), so N
 workers fill N cores without spin-waiting on each other; its malloc keeps freed memory for reuse (:data:`MALLOC`).

@@ -357,20 +357,29 @@ IMPORT_ERRORS: dict[str, str] = {}
 
 
 def discover() -> dict[str, Check]:
-    """Import every module of ``verify.checks`` (each registers its checks) and return the registry.
+    """Import every module of ``verify.checks`` and of its sub-packages (each registers its checks; names starting
+    with ``_`` are helpers and are skipped) and return the registry.
 
-    A module that fails to import does not hide the others: its error is kept in
-    :data:`IMPORT_ERRORS` (module name -> traceback) and ``theorylab verify`` reports it and exits 1.
+    A module that fails to import does not hide the others: its error is kept in :data:`IMPORT_ERRORS` (its name
+    under ``verify.checks``, e.g. ``nd.covlasso`` -> traceback) and ``theorylab verify`` reports it and exits 1.
     """
     import verify.checks as pkg
 
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
+    def walk(path, prefix: str) -> None:
+        for mod in pkgutil.iter_modules(path):
+            if mod.name.startswith("_"):
+                continue
+            name = prefix + mod.name
             try:
-                importlib.import_module(f"verify.checks.{mod.name}")
-                IMPORT_ERRORS.pop(mod.name, None)
+                module = importlib.import_module(f"verify.checks.{name}")
+                IMPORT_ERRORS.pop(name, None)
             except Exception:
-                IMPORT_ERRORS[mod.name] = traceback.format_exc()
+                IMPORT_ERRORS[name] = traceback.format_exc()
+                continue
+            if mod.ispkg:
+                walk(module.__path__, name + ".")
+
+    walk(pkg.__path__, "")
     return dict(_CHECKS)
 
 

@@ -142,7 +142,7 @@ def _accuracies(logits, y, n1: int) -> dict:
 def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> dict:
     """ND Sec 3.2 on the glyph networks (module doc): accuracies of f_all (Θ by CE over all classes), of the
     literal arm (Θ by CE over the new classes on new-class samples only) and of f_baseline, with the paired SEs, in
-    the keys :mod:`verify.checks.nd_training` reads (``acc_all_<arm>``, ``acc_new_within_<arm>``,
+    the keys :mod:`verify.checks.nd.sec3_training` reads (``acc_all_<arm>``, ``acc_new_within_<arm>``,
     ``se_diff_all[_<arm>]``, ``se_diff_new_within[_<arm>]``, ``n_base``, ``n_new``). Cached on disk."""
     from sims.dependency_training import fit_theta
 

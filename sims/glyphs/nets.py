@@ -14,20 +14,17 @@ Architectures (defaults; ``width`` scales every channel count):
 
 * ``lenet``: conv5×5(1→16) BN ReLU maxpool2 → conv5×5(16→32) BN ReLU maxpool2 → flatten (32·(S/4)²) →
   fc(→256) BN ReLU → fc(→d) ReLU = F(x) → classifier (LeCun et al. 1998's layout, with ReLU, max-pooling and
-  batch norm: without BN the net sat at the chance loss ln 1000 for three of six epochs on the 1000-class task
-  and reached 4 % held-out accuracy; with BN 27 % after four epochs — docs/glyph_nets.md). The last hidden
-  layer has no BN, so F(x) = ReLU(W₂h + b₂) is a plain dense layer's output. (The code pools before each conv
-  ReLU: the same function and gradients bit for bit, 1.1× faster; every ReLU is in place, so a hook on a module
-  inside a stage must clone what it keeps — the stage outputs themselves are never changed afterwards.)
+  batch norm; docs/glyph_nets.md says why BN). The last hidden layer has no BN, so F(x) = ReLU(W₂h + b₂) is a
+  plain dense layer's output. (The code pools before each conv ReLU: the same function and gradients bit for bit;
+  every ReLU is in place, so a hook on a module inside a stage must clone what it keeps — the stage outputs
+  themselves are never changed afterwards.)
 * ``resnet``: conv3×3 stride 2 (1→32) BN ReLU (S/2) → stage1: one basic block at 32 ch (S/2) → stage2: one
   basic block at 64 ch, stride 2 (S/4) → stage3: one basic block at 128 ch, stride 2 (S/8) → head: flatten
   (128·(S/8)²) → fc(→d) ReLU = F(x) → classifier. A basic block is conv3×3-BN-ReLU-conv3×3-BN plus the
   identity (or a 1×1 conv + BN where the shape changes), then ReLU (He et al. 2016, ResNet v1); the last BN of
-  each block starts at γ = 0 (Goyal et al. 2017), so each block starts as the identity map. Why a dense head
-  and not ResNet's global average pool: with the pool the net learned almost nothing in the budget of a
-  verify run (200 classes, 12 epochs of 16 images per class: training accuracy 16 % against 77 % with this
-  head; a glyph's identity hangs on where its marks sit, which a global average discards — measured,
-  docs/glyph_nets.md).
+  each block starts at γ = 0 (Goyal et al. 2017), so each block starts as the identity map. A dense head
+  and not ResNet's global average pool: a glyph's identity hangs on where its marks sit, which a global average
+  discards (docs/glyph_nets.md has the measurement).
 
 Both are small on purpose: one forward pass of a 32×32 image costs ≈ 8.7 MFLOP (LeNet) and ≈ 24.5 MFLOP
 (ResNet) at 1000 classes (:func:`flops_per_image`), so that several networks train within a CPU verify run

@@ -14,8 +14,7 @@ trained once (the trainer's cache) and read by all three checks.
   downstream data sets);
 * network: LeNet (sims.glyphs.nets, with batch norm; feature dimension 128), AdamW + warm-up/cosine
   (sims.glyphs.train), batch 256, ``per_class`` = 24 training images per class, 8 epochs, checkpoints at epochs (0, 1, 2, 4, 8); quick: 8 images,
-  3 epochs, checkpoints (0, 1, 2, 3). Measured before the checks (BN-free LeNet): 120 classes × 32 images × 10
-  epochs reach 88 % held-out (aug_test) accuracy, so 105 × 24 × 8 is expected to train (the checks test it:
+  3 epochs, checkpoints (0, 1, 2, 3) (docs/glyph_checks.md says why these sizes train; the checks test it:
   :data:`MIN_ACC`);
 * held-out images: ``images(split, HELD, seed=1)`` for ``aug_test`` and ``face_test`` (DejaVu Serif, never seen).
 

@@ -32,10 +32,9 @@ tuning (the verdicts compare many networks, and tuning each is out of our budget
 scale with the gradient, so dividing the logits by τ changes the shape of the loss, not the step size — the
 temperature experiment then compares temperatures, not learning rates.
 
-**Threads.** On the CPU the training runs with one torch thread (``threads``): measured on the shared 2-core
-machine, two threads were 2–7× *slower* than one (spin-waiting workers; see sims/threads.py). Tensors use the
-channels-last layout (1.3–1.5× faster convolutions on the CPU, measured). There is no host synchronisation per
-step: loss and accuracy are summed on the device and read once per epoch.
+**Threads.** On the CPU the training runs with one torch thread (``threads``; docs/glyph_nets.md says why).
+Tensors use the channels-last layout. There is no host synchronisation per step: loss and accuracy are summed on
+the device and read once per epoch.
 """
 from __future__ import annotations
 

@@ -13,12 +13,12 @@ of this revision was read; docs/fg.md lists each parameter beside its bound.
 * ``small_s``: the same with Binomial patch counts of mean s = 3 (B.1 item 5 read literally at small s): 3.6 % of
   easy training samples carry no common patch, which B.3 item 10 excludes. Kept as a second, labelled regime:
   what it shows is a finding about small s, not about the paper.
-* ``tuned``: the regime of earlier revisions (Binomial counts, α′ ∈ [0.25, 0.5] ≈ 7× item 8's bound, ‖ζ*‖ = 2);
-  available to ``regime_config`` and the sandbox, no longer run by the checks.
+* ``tuned``: Binomial counts, α′ ∈ [0.25, 0.5] ≈ 7× item 8's bound, ‖ζ*‖ = 2; available to ``regime_config``
+  and the sandbox, not run by the checks (docs/fg.md).
 
 Horizons (steps at which every training claim is read, one run per point): full (100, 500, 2000), quick (50, 250,
-1000): 20× from the first to the last, evaluated every 100 (quick 50) steps. The earlier horizons 25/125/500 had
-curves still falling at t = 500; these were fixed before any run of this revision.
+1000): 20× from the first to the last, evaluated every 100 (quick 50) steps; fixed before any run of this revision
+(docs/fg.md).
 
 Settling rule (:func:`settle`): a quantity has settled at T when its readings over the last 20 % of the run
 (t ∈ [0.8 T, T], 5 readings) stay within the check's settling tolerance of its value at T. A claim whose judged

@@ -6,7 +6,7 @@ Conventions (say so wherever these numbers are reported):
   true labels, as in ND Table 1; without them (the photographs) every "accuracy" is **agreement with the
   unmodified model's own prediction** (original accuracy 100 % by construction) and the "positive samples"
   of category i are the samples the unmodified model assigns to i;
-* second moments are fitted on one half of the crops (``fit``) and every error/accuracy is measured on the
+* second moments are fitted on one half of the crops (``fit``) and every error/accuracy is computed on the
   other half (``test``): a dependency is a property of the data distribution, not of the fitted sample;
 * CovLasso (ND Eq 2/6) is solved exactly for the Gram form: with Cov = Uᵀdiag(σ²)U,
   θᵀCovθ = ‖diag(σ)Uθ‖², so Eq 6 is an ordinary Lasso on the n×(n−1) design X = diag(σ)U₋ᵢ, y = diag(σ)Uᵢ,

@@ -4,8 +4,8 @@
     python -m tools.mutate.judge run PLAN.json OUT.json   # one mutant: the planned tests, then checks
     python -m tools.mutate.judge serve                    # a warm server: one fork per mutant (below)
 
-``serve`` imports the heavy libraries once (numpy, scipy, sympy, torch, numba, pytest: ~8 s of a ~11 s
-mutant on the shared machine) but no module of the project, then forks one child per request read from
+``serve`` imports the heavy libraries once (numpy, scipy, sympy, torch, numba, pytest: most of a mutant's
+time; docs/mutation.md) but no module of the project, then forks one child per request read from
 stdin; the child imports the project fresh from the (mutated) copy, so each mutant still starts from a
 clean interpreter state as far as the project is concerned.
 

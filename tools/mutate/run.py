@@ -201,7 +201,7 @@ def _fresh(path: Path) -> Path:
 def run_baseline(tree: Path, work: Path, code_fp: str, test_hashes: dict[str, str]) -> dict:
     """The traced baseline for this code, kept in ``WORKDIR/baseline-<code>.json``.
 
-    Once per state of the code (~9 min on the shared machine): every quick check and every test. When only
+    Once per state of the code (docs/mutation.md has its cost): every quick check and every test. When only
     test files changed since, only those files are traced again (seconds), so adding a test that kills
     a survivor is cheap to check."""
     path = work / f"baseline-{code_fp}.json"

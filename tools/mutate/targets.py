@@ -1,6 +1,6 @@
 """Which tests and checks can see a mutant: the targeted kill criterion.
 
-Running the whole suite and every check per mutant would cost ~6 min; instead each mutant runs only the
+Running the whole suite and every check per mutant would cost minutes (docs/mutation.md); instead each mutant runs only the
 tests and checks that EXECUTED the code it changes, as recorded by the traced baseline run (``judge.py``):
 
 * a mutant inside a plain function or method: the tests and checks whose profile contains that

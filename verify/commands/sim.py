@@ -17,7 +17,7 @@ before the config is validated (``examples/multiview_d1000.toml`` uses them):
 Before anything is allocated or written the run's cost is estimated from its sizes alone
 (:func:`estimate_cost`, :mod:`sims.multiview.sizing`): a run whose estimated peak memory exceeds the machine's
 available memory (on CUDA: the GPU's free memory) is refused with the estimate and the memory available; on the CPU
-a run estimated longer than ``--max-cpu-minutes`` (default 30) at the step rate measured on a bounded slice is
+a run estimated longer than ``--max-cpu-minutes`` (default 30) at the step rate timed on a bounded slice is
 refused with the estimate. ``--force`` runs it anyway.
 
 The run shows one progress bar on stderr (SGD steps of every training, with steps/s; ``-q`` silences it).

@@ -2,8 +2,7 @@
 
 A point's parameters are checked against the declaration before anything runs or is written, and the value
 recorded is the value the experiment runs with: ``n = 4.5`` for an integer parameter is a ValueError naming
-``n`` (it used to run ``int(4.5) = 4`` and record 4.5), ``sort = "false"`` for a boolean is a ValueError (it
-used to run ``bool("false") = True``). An integral float for an integer parameter (``n = 4.0``) is recorded
+``n``, ``sort = "false"`` for a boolean is a ValueError. An integral float for an integer parameter (``n = 4.0``) is recorded
 as the integer it runs with, an integer for a float parameter as the float.
 """
 from __future__ import annotations

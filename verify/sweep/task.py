@@ -14,8 +14,7 @@ def _one_blas_thread():
     """BLAS/OpenMP pools limited to one thread while a point runs (:mod:`sims.threads`).
 
     A multithreaded BLAS sums in an order that depends on its thread count, which changes the last bits
-    of an ill-conditioned result (measured: 1e-12 relative differences in ``massive_floors`` at n = p
-    between a 2-thread local pool and 1-thread dask workers). One thread per task everywhere makes a point's
+    of an ill-conditioned result (docs/sweep.md). One thread per task everywhere makes a point's
     result the same wherever it runs; the pool runs one task per core anyway.
     """
     from sims.threads import single_threaded

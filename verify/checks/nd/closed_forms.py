@@ -14,7 +14,7 @@ from sims.threads import single_threaded
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_cd, kkt_violation
 from theory.symbolic import nd as sym
-from verify.checks.nd_floor_families import _correlation_kappa, _heterogeneous_cases
+from verify.checks.nd._floor_families import _correlation_kappa, _heterogeneous_cases
 from verify.registry import Result, check
 
 EPS = np.finfo(float).eps

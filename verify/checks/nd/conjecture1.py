@@ -1,5 +1,5 @@
 """ND Conjecture 1 (Eq 14): |E[f_i f_j]| < λ/2 ⇒ θ_j = 0 — measured violation rates, a counterexample search, and
-a positive control on covariances where it holds by construction. Split from :mod:`verify.checks.nd_covlasso`.
+a positive control on covariances where it holds by construction. Split from :mod:`verify.checks.nd.covlasso`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sims.cache import atomic_write_text
 from sims.nd_models import massive_category_logits
 from sims.spd import gram, lowrank_logits, spd_with_condition
 from theory.covlasso import covlasso, covlasso_all, kkt_violation, kkt_violation_all
-from verify.checks.nd_covlasso import _one_blas_thread, _split
+from verify.checks.nd.covlasso import _one_blas_thread, _split
 from verify.registry import Result, check
 
 

@@ -1,6 +1,6 @@
 """FG checks read on the d-scaling sweep and across k: Eq 10–11's activation scale (Lemma E.4) and the granularity
-gap (Thm 5.1 vs 5.2). They share the training runs of :func:`verify.checks.fg.shared_sweep` with the training
-checks of :mod:`verify.checks.fg` and use its judging helpers (settling rule, sensitivity table)."""
+gap (Thm 5.1 vs 5.2). They share the training runs of :func:`verify.checks.fg.training.shared_sweep` with the training
+checks of :mod:`verify.checks.fg.training` and use its judging helpers (settling rule, sensitivity table)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 
 from sims.multiview.regimes import HEADLINE
 from sims.multiview.train import torch_threads
-from verify.checks.fg import (SETTLE_TOL, _about, _finite, _ge, _increasing, _loglog_slope, _per_horizon,
+from verify.checks.fg.training import (SETTLE_TOL, _about, _finite, _ge, _increasing, _loglog_slope, _per_horizon,
                               _sensitivity, _settling, _training_result, _within, regime_rows, shared_sweep,
                               sweep_prep)
 from verify.registry import Result, check

@@ -13,7 +13,7 @@ from theory import collapse as vc
 from theory.collapse.linalg import trace_pinv
 from theory.collapse.stats import pow2_exponent
 from theory.symbolic import vc as sym
-from verify.checks._vc_data import EPS, features, miss_exact, miss_ge, miss_le, orth, random_map, two_pass
+from verify.checks.vc._data import EPS, features, miss_exact, miss_ge, miss_le, orth, random_map, two_pass
 from verify.registry import Result, check
 
 EPS32 = float(np.finfo(np.float32).eps)

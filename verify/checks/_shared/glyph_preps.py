@@ -5,8 +5,8 @@ networks (ND/RD), and the VC/FG experiments' cached points — each collapse cur
 granularity point trains its own network and reads it out, so eleven transfer points are eleven independent
 jobs. The lists name exactly the calls the checks make (same arguments, so the same cache entries); the
 sensitivity rows are listed too, because in a full run the checks that compute them reach that branch (a
-verdict that does not leaves those entries unused, computed for nothing but harmless). Costs are seconds on a
-quiet 2-core machine (cold), for the order only. The glyph modules are imported when a list is asked for, not
+verdict that does not leaves those entries unused, computed for nothing but harmless). Costs are seconds of a
+cold run (docs/glyph_checks.md), for the order only. The glyph modules are imported when a list is asked for, not
 with this module (the ND checks' module imports it; torch loads only if a glyph check runs).
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ import scipy.linalg as sla
 from sims.threads import single_threaded
 from theory import collapse as vc
 from theory.collapse.linalg import trace_pinv
-from verify.checks._vc_data import EPS, features, miss_ge, miss_le, orth, rel
+from verify.checks.vc._data import EPS, features, miss_ge, miss_le, orth, rel
 from verify.registry import Result, check
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sims.real import analysis as A
-from verify.checks._nd_reference import plain_check
+from verify.checks._shared.nd_reference import plain_check
 
 RHO_GRID = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02)  # the existential scan's λ = ρ·λ_max(i) (every category at each)
 MAX_LISTED = 12  # categories named in the details
@@ -200,7 +200,7 @@ def alternatives(ctx, d: dict, S, offset=None) -> dict:
 
 def regime(d: dict) -> dict | None:
     """ND's stated conditions (Sec 2: a well-trained network with meaningful outputs; the title and Sec 2.2: massive
-    categories, n well above the feature width d so that Cov is singular), measured on the glyph data."""
+    categories, n well above the feature width d so that Cov is singular), computed on the glyph data."""
     pre = d.get("precondition")
     if pre is None or d.get("W") is None:
         return None

@@ -9,8 +9,7 @@ def plain_check(m: dict, St, th, i: int, offset=None, y=None) -> None:
     """Independent reference for the Table 1 columns the verdicts read (not sims.real.analysis.dependency_metrics):
     f̂_i = Σ_{j≠i} θ_j f_j by np.delete, the replaced logit put in a copy, argmaxes against the labels (or the
     unmodified prediction). A library slip there (e.g. accuracies read from the unmodified prediction, an offset
-    dropped) raises, so the check fails instead of giving a verdict; an independent review found that slip turned
-    RD Eq 12's refutation into a pass unseen."""
+    dropped) raises, so the check fails instead of giving a verdict (docs/real.md)."""
     St = np.asarray(St, dtype=np.float64)
     pred = np.delete(St, i, axis=1) @ np.delete(np.asarray(th, dtype=np.float64), i)
     base = St if offset is None else St + offset

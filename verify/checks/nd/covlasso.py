@@ -1,5 +1,5 @@
 """ND checks that need the CovLasso solution: Thm 1 (Markov), Eq 5 path, Eq 7–8 KKT, Thm 2, Thm 3,
-Sec 2.2 massive categories and Sec 2.4 between networks (Conj 1 is in :mod:`verify.checks.nd_conjecture`).
+Sec 2.2 massive categories and Sec 2.4 between networks (Conj 1 is in :mod:`verify.checks.nd.conjecture1`).
 
 Every θ*(λ) comes from the exact homotopy (:mod:`theory.covlasso`); the reference coordinate descent
 and closed forms (:mod:`theory.dependency`) are the independent sides of the comparisons. Each
@@ -16,7 +16,7 @@ from sims.spd import gram, lowrank_logits, spd_with_condition
 from theory import dependency as dep
 from theory.covlasso import covlasso, covlasso_cd, covlasso_path, kkt_violation
 from theory.neural_dependency import dependencies, mixed_cov, mixed_logits
-from verify.checks import _glyph_preps as gp
+from verify.checks._shared import glyph_preps as gp
 from verify.registry import Result, check
 
 KKT_TOL = 1e-9  # KKT residual in units of λ_max(i): the exact solver reaches rounding level (~1e-15)
@@ -366,7 +366,7 @@ def _offset_logits(rng, p: int, quick: bool) -> dict:
     the offsets b scaled by 10^U(−3, 3), N = 5n logits through ``second_moment`` (rank p + 1 = n − 1: every floor
     is 0 in exact arithmetic). Judged by the floor's definition as a minimum: R_i may not exceed err_i(θ)/Cov_ii
     of least squares on the logits, on a square root of Cov, or CovLasso at ρ = 1e-12 (rounding units of err itself)."""
-    from verify.checks.nd_floor_families import floor_excess, zero_pattern_violations
+    from verify.checks.nd._floor_families import floor_excess, zero_pattern_violations
 
     n = p + 2
     worst, zeros, reps = -np.inf, 0, 6 if quick else 30
@@ -495,8 +495,8 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
               "confirmed on the held-out faces",
     tolerance_reason="all identities are exact for the second moment of f̃; the tolerances are rounding of n×n solves. "
                      "The glyph verdict reads Fig 2e–f (chosen cases, 'we can observe clear neural dependencies' "
-                     "between networks) as ND's existential claim with Table 1's tolerances (verify/checks/_nd_scan.py, "
-                     "_glyph_real.py); the typical reading (median over a seeded draw at ρ = 0.02) is reported",
+                     "between networks) as ND's existential claim with Table 1's tolerances (verify/checks/_shared/nd_scan.py, "
+                     "glyph_real.py); the typical reading (median over a seeded draw at ρ = 0.02) is reported",
     negative_control="the cross moments E[f g_i] and E[g_i²] normalised by N − 1 (np.cov's default) while E[f fᵀ] "
                      "uses N: mixed_cov then builds a slightly inconsistent Coṽ, solved and checked against f̃'s KKT "
                      "conditions, λ_max and floor; on the glyph networks, f's held-out logits taken from other "
@@ -511,13 +511,13 @@ def _tab1_metric_error(d, F, G, y, i: int) -> float:
 def between_networks(ctx, planted, positive=False):
     """ND Sec 2.4 in two lines, one status. (1) The identities on synthetic two-network logits (exact: a miss is a
     library bug). (2) The glyph verdict: two independently trained 1000-class glyph LeNets (suite lenet-s<seed>,
-    lenet-s<seed+1>; 100 classes in --quick), g's logit i predicted from f's others (verify/checks/_glyph_real.py).
+    lenet-s<seed+1>; 100 classes in --quick), g's logit i predicted from f's others (verify/checks/_shared/glyph_real.py).
     Status: pass when both hold; when the identities fail the Result holds no finding, so the check is ``fail``
     (a broken library, whatever the glyph line says); when only the glyph line misses it is ``refuted`` with its
     numbers; when a glyph network is below its required held-out accuracy the Result is ``undecided`` (reported).
     The positive control runs the glyph line's code on planted logits (the identities have no positive side)."""
-    from verify.checks import _nd_scan as S_
-    from verify.checks._glyph_real import between_details, between_finding, between_glyph
+    from verify.checks._shared import nd_scan as S_
+    from verify.checks._shared.glyph_real import between_details, between_finding, between_glyph
 
     if positive:
         gl = between_glyph(ctx, planted, positive=True)

@@ -32,7 +32,7 @@ from sims.glyphs import granularity as gr
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
 from theory.stats import mean_se
-from verify.checks import _glyph_preps as gp
+from verify.checks._shared import glyph_preps as gp
 from verify.registry import Result, check
 
 Z = 2.0  # standard errors for "grows" and "no step down"

@@ -1,7 +1,7 @@
 """RD checks (2/2): products of many layers — the Lyapunov ψ-law (Thm 5 / Eq 10), gradient explosion (Cor 1),
 spectrum centralization (Thm 4, with its erratum) and MLP-50 (Fig 1 d–f).
 
-Conventions as in :mod:`verify.checks.rd`: a negative control standing for a realistic bug, a positive control
+Conventions as in :mod:`verify.checks.rd.rank`: a negative control standing for a realistic bug, a positive control
 on data where the claim holds by construction, ``miss`` in tolerance units on every result, sizes from
 ``sims.rank_nets.rd_settings``. "For all L" claims are read at several depths and sizes.
 """
@@ -13,8 +13,8 @@ from scipy import special
 from sims import random_matrix as rm
 from sims import rank_nets as nets
 from theory import rank as R
-from verify.checks import _rd_controls as C
-from verify.checks.rd import _fmt
+from verify.checks.rd import _controls as C
+from verify.checks.rd.rank import _fmt
 from verify.registry import Result, check
 
 
@@ -166,7 +166,7 @@ def _decay_fit(sums, cp):
 def _diagonal_products(n, cp, trials, rng):
     """Synthetic Benettin sums of products of diagonal layers with log|d_k| = −0.05(k−1) + 0.1·N(0, 1): exactly
     exponential separation with rates 0.05(k−1) (as sums, (trials, len(cp), n)); test data for :func:`_decay_fit`
-    (the positive control runs the library's estimator on such layers: :func:`_rd_controls.diagonal_layers`)."""
+    (the positive control runs the library's estimator on such layers: :func:`verify.checks.rd._controls.diagonal_layers`)."""
     steps = 0.1 * rng.standard_normal((trials, cp[-1], n)) - 0.05 * np.arange(n)
     return np.cumsum(steps, axis=1)[:, cp - 1, :]
 

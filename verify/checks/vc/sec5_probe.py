@@ -3,8 +3,8 @@
 
 Each ``compare(ctx, planted, positive=False)`` runs the same comparison against the paper's claim, against a
 planted wrong one standing for a realistic bug (``planted=True``, the negative control), or on data where the
-claim holds by construction (``positive=True``). Other VC checks: ``vc_decomposition`` (Eq 7 and every
-metric's value), ``vc_invariance``, ``vc_stability``, ``vc_tables``.
+claim holds by construction (``positive=True``). Other VC checks: ``decomposition`` (Eq 7 and every
+metric's value), ``sec4_invariance``, ``sec4_stability``, ``appc_tables``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from theory import collapse as vc
 from theory.collapse.linalg import trace_pinv
 from theory.symbolic import vc as sym
 from sims.threads import single_threaded
-from verify.checks._vc_data import EPS, centred_rows, exact_rank, features, miss_le, two_pass
+from verify.checks.vc._data import EPS, centred_rows, exact_rank, features, miss_le, two_pass
 from verify.registry import Result, check
 
 

@@ -1,7 +1,7 @@
 """Helpers of the real-model checks judged on the glyph networks (docs/real.md, "The glyph networks: ND and RD
-verdicts"): ND Table 1's tolerances and its judge, the glyph data in the form verify/checks/real.py reads, the
+verdicts"): ND Table 1's tolerances and its judge, the glyph data in the form verify/checks/real/trained_networks.py reads, the
 precondition (the networks are trained), and ND Sec 2.4's between-network verdict on two independently trained
-glyph networks (used by ``nd.between_networks`` in verify/checks/nd_covlasso.py).
+glyph networks (used by ``nd.between_networks`` in verify/checks/nd/covlasso.py).
 
 Regime (fixed before any verdict was looked at; sims/glyphs/suite.py has the networks, sims/glyphs/dependencies.py
 the held-out splits): the suite's 1000-class LeNets ``lenet-s<seed>`` (full) or their 100-class quick versions;
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from sims.real import analysis as A
-from verify.checks._nd_reference import plain_check
-from verify.checks._nd_scan import RHO_GRID
+from verify.checks._shared.nd_reference import plain_check
+from verify.checks._shared.nd_scan import RHO_GRID
 
 RHO = 0.02            # λ = ρ·λ_max(i) (ND A47): the typical reading's sparsity level
 REL_ERR_MAX = 0.30    # ND Table 1's worst relative error is 29.7 % (ViT-S); judged relative to the logit's spread
@@ -82,7 +82,7 @@ _DATA: dict = {}
 
 
 def glyph_data(ctx, seed: int | None = None) -> dict:
-    """The network ``lenet-s<seed>`` (default ctx.seed) in verify/checks/real.py's data form: ``logits``,
+    """The network ``lenet-s<seed>`` (default ctx.seed) in verify/checks/real/trained_networks.py's data form: ``logits``,
     ``features``, ``W``, ``b``, ``labels`` (true output indices), fit rows then test rows with ``split`` = (fit,
     test), ``names``, ``cats`` (a seeded draw of target categories), ``inputs``, ``precondition``."""
     from sims.glyphs import dependencies as GD
@@ -220,7 +220,7 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
                       twins=twin_outputs(suite.task(ctx.quick), f_te.get("label_values")))
     ex["names"] = f_te["names"]
     undecided = pre["undecided"]
-    if not planted and not ex["holds"]:  # each choice ND leaves open moved to the paper's side (_nd_scan.alternatives)
+    if not planted and not ex["holds"]:  # each choice ND leaves open moved to the paper's side (nd_scan.alternatives)
         ex["alternatives"] = between_alternatives(f_fit, g_fit, Ft, g_te, twins=twin_outputs(
             suite.task(ctx.quick), f_te.get("label_values")))
         held = [k for k, r in ex["alternatives"].items() if r["holds"] and r["decides"]]
@@ -236,7 +236,7 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
             t["sensitivity"][f"ρ = {rho:g}"] = {"miss": round(ts["miss"], 3), **{
                 m: round(v, 3) for m, v in ts["medians"].items() if m in ("spread_rel_err", "rel_err", "support",
                                                                          "pos_acc", "ori_pos_acc")}}
-    from verify.checks import _nd_scan as S_
+    from verify.checks._shared import nd_scan as S_
 
     acc = [a.get("face_test_all") for a in pre["accuracies"].values()]
     regime = {"two well-trained networks (ND Sec 2.4; the glyph suite's held-out accuracy requirement)":
@@ -268,8 +268,8 @@ def between_scan(F_sel, G_sel, y_sel, F_test, G_test, y_test, twins=None, limits
 
 
 def between_alternatives(f_fit, g_fit, F_test, g_te, twins) -> dict:
-    """:func:`verify.checks._nd_scan.alternative_specs`' rows between networks."""
-    from verify.checks import _nd_scan as S_
+    """:func:`verify.checks._shared.nd_scan.alternative_specs`' rows between networks."""
+    from verify.checks._shared import nd_scan as S_
 
     c = lambda X: np.asarray(X, np.float64) - np.asarray(X, np.float64).mean(1, keepdims=True)  # noqa: E731
     args = (f_fit["logits"], g_fit["logits"], g_fit["labels"], F_test, g_te["logits"], g_te["labels"])
@@ -340,7 +340,7 @@ def _sens_row(t: dict) -> dict:
 
 
 def between_finding(gl: dict) -> str:
-    from verify.checks import _nd_scan as S_
+    from verify.checks._shared import nd_scan as S_
 
     med = gl["medians"]
     return (f"Between two independently trained glyph networks ({gl['inputs']}): {S_.summary(gl['existential'])}. "
@@ -350,7 +350,7 @@ def between_finding(gl: dict) -> str:
 
 
 def between_details(gl: dict) -> dict:
-    from verify.checks import _nd_scan as S_
+    from verify.checks._shared import nd_scan as S_
 
     return {"glyph verdict (Sec 2.4 / Fig 2e–f, there exists, on two trained glyph networks)":
             f"{'holds' if gl['holds'] else 'does not hold'}: {gl['inputs']}",

@@ -3,7 +3,7 @@ passes at any offset and scale, and the values of every public metric on them (D
 Sec 3.2, Fig 1) against closed forms.
 
 ``compare(ctx, planted, positive=False)``: the claim, the negative control (``planted``), the positive control.
-Other VC checks: ``vc``, ``vc_invariance``, ``vc_stability``, ``vc_tables``.
+Other VC checks: ``sec5_probe``, ``sec4_invariance``, ``sec4_stability``, ``appc_tables``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from theory import collapse as vc
 from theory.symbolic import vc as sym
 from sims.threads import single_threaded
-from verify.checks._vc_data import features, miss_le, orth, rel_corr, two_pass
+from verify.checks.vc._data import features, miss_le, orth, rel_corr, two_pass
 from verify.registry import Result, check
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from sims.glyphs import pretrain as pt
 from sims.glyphs import vc_experiments as ve
 from theory import collapse as vc
-from verify.checks import _glyph_preps as gp
+from verify.checks._shared import glyph_preps as gp
 from verify.registry import Result, check
 
 RHO_MAX = -0.8   # Spearman ρ(epoch, metric) at most this: a decreasing trend over the horizons

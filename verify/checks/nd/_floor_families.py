@@ -4,10 +4,10 @@ The error floor of ND A15/A28–A33 is a minimum over θ, so it is never above t
 produce: :func:`floor_excess` measures a reported floor against least squares (on the logits and on a square root of
 Cov) and CovLasso at a tiny ρ, in units of that error's rounding; :func:`zero_pattern_violations` counts categories
 that are resolvably exact combinations of the others (their null-space component in an SVD of the data is far
-above the documented rounding level) but get R ≠ 0. :func:`heterogeneous_floor_family` builds the covariances
-that broke the earlier rounding cut-off: categories whose signal and offset scales differ by 6 decades, null
+above the documented rounding level) but get R ≠ 0. :func:`heterogeneous_floor_family` builds such covariances
+(docs/nd.md): categories whose signal and offset scales differ by 6 decades, null
 dimension 0–3, N < n and N = 5n, built as a user builds them (``second_moment``). Used by ``nd.floor_closed_form``,
-``nd.relative_floor`` (:mod:`verify.checks.nd`) and ``nd.massive_categories`` (:mod:`verify.checks.nd_covlasso`).
+``nd.relative_floor`` (:mod:`verify.checks.nd.closed_forms`) and ``nd.massive_categories`` (:mod:`verify.checks.nd.covlasso`).
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def _correlation_kappa(c: np.ndarray) -> float:
 
 
 def heterogeneous_floor_family(rng, k: int, kind: str):
-    """(C, root, label): a covariance whose categories' signal and offset scales differ by 6 decades (the family
-    that broke the earlier one-level rounding cut-off of ``error_floor``), built as a user builds it
+    """(C, root, label): a covariance whose categories' signal and offset scales differ by 6 decades (docs/nd.md),
+    built as a user builds it
     (``second_moment`` on the logits, or the population E[f fᵀ]).
 
     ``kind`` = "offsets": N = n − k samples (k = 0: N = 5n) of f_j = a_j ξ_j + b_j, a_j and |b_j| = 10^U(−3, 3)

@@ -20,7 +20,7 @@ import numpy as np
 
 from sims.dependency_training import (REG_RHO, REG_WEIGHT, new_categories_result, regularizer_result,
                                      standard_sizes as sizes)
-from verify.checks import _glyph_preps as gp
+from verify.checks._shared import glyph_preps as gp
 from verify.registry import Result, check
 
 MARGIN_PP = 1.0  # allowed accuracy loss in percentage points, before the sampling allowance
@@ -150,7 +150,7 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
     and never refutes — nor holds (one pair cannot establish the gain either). Same Tab 4 test as the synthetic line; Tab 2 reported only (GLYPH_TAB2_NOTE). ``undecided``
     when a network misses its required held-out accuracy."""
     from sims.glyphs.dependencies import new_categories as glyph_new_categories
-    from verify.checks._glyph_real import precondition
+    from verify.checks._shared.glyph_real import precondition
 
     r = glyph_new_categories(ctx.seed, ctx.quick, ctx.device)
     g = _glyph_gaps(r, "literal" if planted else "dependency", positive)

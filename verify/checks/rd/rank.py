@@ -2,7 +2,7 @@
 
 Numerical rank (Eq 4, Thm 1), partial Jacobian rank (Eq 5, Lemma 2), monotone depth (Thm 2 / Eq 7),
 structural impetus (Thm 3 / Fig 3) and Marchenko–Pastur (Sec 3.1); the claims about products of many
-layers (Thm 4, Thm 5, Cor 1, MLP-50) are in :mod:`verify.checks.rd_products`. Sizes for quick/full live in
+layers (Thm 4, Thm 5, Cor 1, MLP-50) are in :mod:`verify.checks.rd.products`. Sizes for quick/full live in
 ``sims.rank_nets.rd_settings`` (shared with paper_figs/rd.py). Every check has a negative control (a
 realistic bug, named in its text) and a positive control (data on which the claim holds by construction);
 every result carries ``miss`` in tolerance units. A count that must be 0 has tolerance "less than one",
@@ -17,7 +17,7 @@ from sims import marchenko_pastur as mp
 from sims import rank_components as fig3
 from sims import rank_nets as nets
 from theory import rank as R
-from verify.checks import _rd_controls as C
+from verify.checks.rd import _controls as C
 from verify.registry import Result, check
 
 

@@ -5,7 +5,7 @@ They share one set of training runs per seed (:func:`shared_sweep`): the k-sweep
 ``sims.multiview.regimes`` (``paper``, the headline with exact patch counts, and ``small_s``, Binomial counts),
 read at three horizons 20× apart and over the settled window, the d-scaling sweep of the headline regime at one
 fixed T, and (full mode) the sensitivity runs. Each run is cached on disk keyed by its config and code.
-The data-model, SGD-step, initial-geometry and linear-model checks are in :mod:`verify.checks.fg_model`.
+The data-model, SGD-step, initial-geometry and linear-model checks are in :mod:`verify.checks.fg.model`.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """FG checks of the data model, the SGD step, the initial geometry and the linear model (FG Def 4.1–4.4, App B,
-Eq 16–18, Prop 1–2, App B.2 remark); the training checks live in :mod:`verify.checks.fg`."""
+Eq 16–18, Prop 1–2, App B.2 remark); the training checks live in :mod:`verify.checks.fg.training`."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ import torch
 from sims.multiview.data import (BIG_NOISE, COMMON, FEATURE_NOISE, NOISE, SUBCLASS, HierarchicalMultiView)
 from sims.multiview.learner import TwoLayerReLU, coarse_scores, lucky_mask, mistakes
 from theory import multiview as mv
-from verify.checks.fg import _finite, _ge, _le, _one_thread
+from verify.checks.fg.training import _finite, _ge, _le, _one_thread
 from verify.registry import Result, check
 
 

@@ -9,12 +9,11 @@ Two data sources (docs/real.md):
 * otherwise: the glyph networks trained here (sims/glyphs/suite.py: ``lenet-s<seed>``, 1000 code points in full
   mode, 100 in ``--quick``). Second moments / PCA on the training faces under fresh augmentation (``aug_test``),
   errors and accuracies against the true code points on the held-out DejaVu Serif faces (``face_test``); target
-  categories a seeded random draw (verify/checks/_glyph_real.py). Judged (pass / refuted) once the network has
+  categories a seeded random draw (verify/checks/_shared/glyph_real.py). Judged (pass / refuted) once the network has
   reached its required held-out accuracy (suite.precondition); below it the Result is ``undecided`` (reported).
   Three seeds in a full run: seed s judges ``lenet-s<s>`` (three independently trained networks).
 
-The 17 photographs of the earlier demonstration are no longer used by these checks (``theorylab analyze`` still
-runs on them). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
+``theorylab analyze`` runs on photographs; these checks do not (docs/real.md). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).
 """
 from __future__ import annotations
 
@@ -24,14 +23,14 @@ import numpy as np
 
 from sims.real import analysis as A
 from sims.threads import single_threaded
-from verify.checks._glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
+from verify.checks._shared.glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOLD, GLYPH_SEEDS, POS_RATIO, REL_ERR_MAX, RHO,
                                        SUPPORT_MAX, either, glyph_data, judge_table1, row_view,
                                        table1_sensitivity)
 from sims.real.analysis import PICTURE
-from verify.checks import _glyph_preps as gp
-from verify.checks import _nd_scan as S_
-from verify.checks._nd_reference import plain_check
-from verify.checks._nd_scan import RHO_GRID
+from verify.checks._shared import glyph_preps as gp
+from verify.checks._shared import nd_scan as S_
+from verify.checks._shared.nd_reference import plain_check
+from verify.checks._shared.nd_scan import RHO_GRID
 from verify.registry import Result, check
 
 IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
@@ -255,7 +254,7 @@ def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=No
 @_one_blas_thread
 def table1_metrics(ctx, planted, positive=False):
     """ND Tab 1 / Sec 2.1 on a glyph network (or EfficientNet-Lite0 on ImageNet), as the paper states it: there
-    exist categories whose logit a few others predict (module _nd_scan). Cov = E[f fᵀ] of the uncentred logits
+    exist categories whose logit a few others predict (module _shared/nd_scan). Cov = E[f fᵀ] of the uncentred logits
     (ND Eq 2, Remark 1); θ*(λ) exactly by theory.covlasso. The typical reading is a reported line."""
     d = _synthetic(ctx) if positive else _data(ctx)
     L = np.asarray(d["logits"], dtype=np.float64)
@@ -284,7 +283,7 @@ def table1_metrics(ctx, planted, positive=False):
 @_one_blas_thread
 def independence_deficit(ctx, planted, positive=False):
     """RD Eq 11–12 on W F(x) (the final features times the last dense layer, without its bias): there exist
-    categories whose score a few others decide (module _nd_scan); the accuracy uses W F(x) + b. The same
+    categories whose score a few others decide (module _shared/nd_scan); the accuracy uses W F(x) + b. The same
     computation as nd.table1_metrics up to b (|b| ≈ 0.01 on the glyph LeNets): one piece of evidence (``shares``).
     Also reported: the numerical rank of E[(WF)(WF)ᵀ] (RD's cause: rank deficiency)."""
     if positive:

@@ -1,0 +1,1 @@
+"""FG checks (fine-grained labels in pretraining): data model, training, scaling, glyph networks."""

@@ -1,0 +1,1 @@
+"""RD checks (Rank diminishing): rank, partial Jacobians, depth, products of many layers."""

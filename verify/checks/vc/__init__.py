@@ -1,0 +1,1 @@
+"""VC checks (Variability collapse): probe, decomposition, invariances, stability, App C tables, glyph networks."""
