@@ -237,9 +237,14 @@ def _thm4_sensitivity(ctx, st, cp):
 
 @check(
     "rd.general_centralization", equation="Thm 4, Eq 9", kind="sim",
-    tolerance="every law, size and k ≥ 2: μ_k > 0 with z ≥ 4, μ_k·L_max ≥ 1, log(σ_k/σ_1) linear in L (beats a+b log L)",
+    tolerance="Thm 4 as stated (every law μ meeting its hypotheses): each law, Haar orthogonal included, and size has "
+              "k ≥ 2 with μ_k > 0 at z ≥ 4, μ_k·L_max ≥ 1 and log(σ_k/σ_1) linear in L (beats a+b log L); the "
+              "corrected form (laws with a spectral gap) is its own verdict line",
     erratum=THM4_ERRATUM,
-    tolerance_reason="Eq 9 says log(σ_k/σ_1) ≈ −μ_k L: we fit the Benettin log-ratios at 20 depths, require the "
+    tolerance_reason="Thm 4's quantifier is 'for every law μ' of the layer Jacobians (iid layers, equal widths, "
+                     "E log⁺‖J‖ < ∞): one law meeting those conditions without decay refutes it as stated; the "
+                     "Haar-orthogonal law meets them (measured in the regime block) and its decay is read the same way "
+                     "(the e-folds over the run, ≥ 1 needed). Eq 9 says log(σ_k/σ_1) ≈ −μ_k L: we fit the Benettin log-ratios at 20 depths, require the "
                      "slope to be negative beyond 4 standard errors (spread of per-trial slopes), at least an e-fold "
                      "decay over the run (μ_k·L_max ≥ 1, so rounding-level slopes do not count) and the linear-in-L "
                      "model to beat a + b log L; exactly collapsed directions (σ_k = 0: ReLU masks, singular sparse or "
@@ -277,8 +282,9 @@ def general_centralization(ctx, planted, positive=False):
                                     "min z": _fmt(min(f["z"].values()), 1) if f["z"] else None,
                                     "k collapsed exactly (σ_k = 0)": f["collapsed"],
                                     "trials with σ_1 = 0 at L_max (product annihilated)": f["annihilated trials"]}
-    finding, details = None, {"per law and size": per, "ns": st["ns"], "depths": f"{cp[0]}..{cp[-1]}",
-                              "trials": st["trials"], "sparse p": rm.SPARSE_P}
+    finding, regime, readings, undecided = None, None, None, None
+    details = {"per law and size": per, "ns": st["ns"], "depths": f"{cp[0]}..{cp[-1]}",
+               "trials": st["trials"], "sparse p": rm.SPARSE_P}
     if positive:
         miss = max(miss, exact_dev / 1e-8)
         details["positive control: max |Benettin sum − Σ log d_k| per layer (tol 1e-8)"] = exact_dev
@@ -289,16 +295,30 @@ def general_centralization(ctx, planted, positive=False):
         details["counterexample to Thm 4 as stated: Haar orthogonal, max |log σ_k/σ_1| over k, L, trials"] = dev
         sens, survives = _thm4_sensitivity(ctx, st, cp)
         details["sensitivity"] = sens
-        finding = (f"Thm 4 as stated has a counterexample (erratum): Haar-orthogonal layers satisfy its hypotheses "
-                   f"but max |log σ_k/σ_1| = {dev:.1e} over every k ≥ 2, depth ≤ {cp[-1]} and trial (n = "
-                   f"{', '.join(map(str, st['ns']))}): no decay at all. The corrected form (a non-degenerate law) "
-                   f"{'holds' if miss <= 1 else 'does NOT hold'} on the other {len(laws)} laws, worst miss "
-                   f"{miss:.3g}. The counterexample "
+        corrected = float(miss)
+        # Eq 9 needs at least one e-fold of decay of σ_n/σ_1 over the run; the law gives `dev` of them
+        counter_miss = 1.0 / max(dev, 1e-15)
+        regime = {"Haar-orthogonal layers meet Thm 4's hypotheses: equal widths n → n, iid layers, "
+                  "E log⁺‖J‖₂ = 0 < ∞": {"measured": "‖J‖₂ = 1 for every layer (orthogonal)", "holds": True}}
+        readings = {"corrected form: laws with a spectral gap (iid entries with a density, ReLU masks, orthogonal × "
+                    "random diagonal; erratum)": {"quantifier": "for every non-degenerate law", "holds": corrected <= 1,
+                                                 "measured": f"worst miss {corrected:.3g} over {len(laws)} laws"}}
+        miss = max(miss, counter_miss)
+        if not survives:
+            undecided = "the orthogonal counterexample does not survive every re-run choice (details: sensitivity)"
+        finding = (f"Thm 4 as stated is refuted: Haar-orthogonal layers satisfy its hypotheses but max |log σ_k/σ_1| "
+                   f"= {dev:.1e} over every k ≥ 2, depth ≤ {cp[-1]} and trial (n = {', '.join(map(str, st['ns']))}): "
+                   f"no decay at all (miss {counter_miss:.3g}). The corrected form (a law with a spectral gap, see "
+                   f"the erratum) {'holds' if corrected <= 1 else 'does NOT hold'} on the other {len(laws)} laws, "
+                   f"worst miss {corrected:.3g}. The counterexample "
                    + ("survives every choice re-run (size, depth, scale, estimator; details: sensitivity): a finding "
                       "about the theorem, not about our choices." if survives else
                       "does NOT survive every choice re-run (details: sensitivity)."))
-    return Result(measured={k: v["exponential"] for k, v in per.items()}, expected="all True",
-                  holds=bool(miss <= 1), miss=float(miss), finding=finding, details=details)
+    measured = {k: v["exponential"] for k, v in per.items()}
+    if regime is not None:
+        measured["orthogonal (the counterexample)"] = bool(counter_miss <= 1)
+    return Result(measured=measured, expected="all True", holds=bool(miss <= 1), miss=float(miss), finding=finding,
+                  details=details, regime=regime, readings=readings, undecided=undecided)
 
 
 # ----------------------------------------------------------------------------- Fig 1 d–f
