@@ -84,15 +84,22 @@ def collapse(n_seeds: int):
     return prepare
 
 
-def transfer(ctx):
-    from sims.glyphs import vc_experiments as ve
+def transfer(n_seeds: int):
+    """prepare(ctx) for the τ and λ grids' networks of each of the check's seeds (one in quick mode)."""
+    def prepare(ctx):
+        from sims.glyphs import vc_experiments as ve
 
-    q = bool(ctx.quick)
-    points = [(float(t), 0.0) for t in ve.TAU_GRID[q]] + [(1.0, float(lam)) for lam in ve.LAMBDA_GRID[q]]
-    net = pretrain_net(ctx, ctx.seed)
-    return [net] + [prep(f"glyph transfer tau={t:g} lambda={lam:g}{_q(ctx)}", ve.transfer_point, q, t, lam, ctx.seed,
-                         ctx.device, cost=5 if (t, lam) == (1.0, 0.0) else 15,
-                         after=(net.label,) if (t, lam) == (1.0, 0.0) else ()) for t, lam in points]
+        q = bool(ctx.quick)
+        points = [(float(t), 0.0) for t in ve.TAU_GRID[q]] + [(1.0, float(lam)) for lam in ve.LAMBDA_GRID[q]]
+        out = []
+        for s in _seeds(ctx, n_seeds):
+            net = pretrain_net(ctx, s)
+            tag = "" if s == 0 else f" seed {s}"
+            out += [net] + [prep(f"glyph transfer tau={t:g} lambda={lam:g}{tag}{_q(ctx)}", ve.transfer_point, q, t,
+                                 lam, s, ctx.device, cost=5 if (t, lam) == (1.0, 0.0) else 15,
+                                 after=(net.label,) if (t, lam) == (1.0, 0.0) else ()) for t, lam in points]
+        return out
+    return prepare
 
 
 def granularity(n_seeds: int):
