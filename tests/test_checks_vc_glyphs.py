@@ -212,3 +212,26 @@ def test_a_positive_correlation_on_one_seed_is_reported_not_a_pass(monkeypatch):
     r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
     assert r.holds and r.undecided and "needs ≥ 3 seeds" in r.undecided and r.finding is None
 
+
+
+def test_intervention_reads_table2_cos_sim_as_a_similarity():
+    """VC's λ group lowers the within-class cosine *similarity* (Table 2's "Cos Sim" = 1 − d̄_within falls ÷3.35):
+    realised when 1 − d̄_within at least halves at unchanged accuracy; a group whose d̄_within falls instead (the
+    similarity rises: the column read as Sec 3.2's distance) does not realise it, nor one whose accuracy drops."""
+    def pts(d_first, d_last, acc_last=0.80):
+        j = G.ve.METRICS.index("cosine_similarity")
+        out = []
+        for d, a in ((d_first, 0.80), (d_last, acc_last)):
+            m = [0.5, 1.0, 1.0, 0.0]
+            m[j] = d
+            out.append({"metrics": m, "p_pretrain": a})
+        return out
+
+    (ok,) = G.intervention(pts(0.42, 0.83)).values()          # similarity 0.58 → 0.17, VC's Table 2
+    assert ok["holds"], ok
+    (wrong_way,) = G.intervention(pts(0.83, 0.42)).values()   # similarity rises
+    assert not wrong_way["holds"]
+    (untrained,) = G.intervention(pts(0.42, 0.83, acc_last=0.70)).values()
+    assert not untrained["holds"]
+    (weak,) = G.intervention(pts(0.066, 0.084)).values()      # similarity 0.934 → 0.916: ×0.98
+    assert not weak["holds"] and "×0.98" in weak["measured"]

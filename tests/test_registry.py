@@ -268,3 +268,21 @@ def test_every_negative_control_misses_by_a_recorded_amount(tmp_path):
         problems.append("negative control raised:\n  " + "\n  ".join(broken))
     assert not problems, "\n".join(problems) + f"\n(table in {out})"
     assert all(math.isinf(float(m)) or math.isfinite(float(m)) for m, _, _ in rows)
+
+
+def test_seeds_that_do_not_reach_the_random_streams_are_a_fail(monkeypatch):
+    """A planted bug that drops the seed from Context._seed_for makes three seeds one computation: the check fails
+    (named), never 'pass 3/3'. One seed, or seeds that reach the streams, run as before."""
+    import dataclasses
+
+    def noisy(ctx, planted):
+        x = float(ctx.rng("x").standard_normal()) * 1e-12
+        return Result(measured=0.5 if planted else abs(x), expected=0.0, holds=not planted)
+
+    chk = dataclasses.replace(make(noisy), seeds=3)
+    assert registry.run_check(chk, Context()).status == "pass"
+    orig = Context._seed_for
+    monkeypatch.setattr(Context, "_seed_for", lambda self, tag: orig(dataclasses.replace(self, seed=0), tag))
+    out = registry.run_check(chk, Context())
+    assert out.status == "fail" and "same random streams" in out.error, (out.status, out.error)
+    assert registry.run_check(dataclasses.replace(chk, seeds=1), Context()).status == "pass"

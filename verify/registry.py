@@ -394,6 +394,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
     t0 = time.perf_counter()
     try:
         claims = []
+        _seeds_reach_the_streams(ctx, chk.n_seeds(ctx.quick))
         for s in range(chk.n_seeds(ctx.quick)):
             c = chk.compare(dataclasses.replace(ctx, seed=ctx.seed + s), False)
             _validate_result(c, chk.id)
@@ -460,6 +461,16 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         out.error = "refuted without a finding: the check does not say what holds instead"
         out.status = "fail"
     return out
+
+
+def _seeds_reach_the_streams(ctx: "Context", n_seeds: int) -> None:
+    """A check's seeds are independent replications only if each seed gives other random streams: a ValueError (the
+    check fails) when two seeds' ``rng``/``torch_generator`` seeds coincide, e.g. a seed dropped from their hash, which
+    would count one computation as ``n_seeds`` agreeing ones."""
+    probes = [dataclasses.replace(ctx, seed=ctx.seed + s)._seed_for("seed probe") for s in range(n_seeds)]
+    if len(set(probes)) < n_seeds:
+        raise ValueError(f"seeds {ctx.seed}..{ctx.seed + n_seeds - 1} give the same random streams (Context._seed_for "
+                         f"ignores the seed): the replications would be one computation counted {n_seeds} times")
 
 
 def _validate_result(r: Any, cid: str) -> None:

@@ -10,12 +10,13 @@ trainer, the nets or the task retrains.
 temperature τ (VC Sec 6.3's Softmax_τ; Kornblith et al. 2021), plus λ = ``cos_reg`` times the within-class
 cosine-similarity regulariser on the final features F(x) (:func:`cosine_regulariser`). VC Sec 6.3 describes its
 term as "the average within-class cosine similarity divided by the number of data points of each class in the
-batch", where "Cosine Similarity" is its name for the within-class cosine *distance* d̄_within of VC Sec 3.2 ("we
-adopt d̄_within … and call it Cosine Similarity for brevity"). Our reading, per batch: for each class k with n_k ≥ 2
-samples in the batch, d_k = 1 − ‖Σ_i u_i‖²/n_k² with u_i = F_i/‖F_i‖ (Sec 3.2's double sum, i = j included), and
-R = the mean over those classes of d_k / n_k (classes with one sample in the batch are left out; R = 0 when no
-class has two). Minimising it raises within-class cosine similarity, the direction of VC's Table 2: its "Cos Sim"
-column (d̄_within) falls from 0.58 at λ = 0 to 0.17 at λ = 10 while MLOG falls.
+batch"; our reading, per batch: for each class k with n_k ≥ 2 samples in the batch, s_k = the mean of
+sim(F_i, F_j) = F_iᵀF_j/(‖F_i‖‖F_j‖) over the ordered pairs i ≠ j of class k, and R = the mean over those
+classes of s_k / n_k (classes with one sample in the batch have no pair and are left out; R = 0 when no class
+has two). Its sign is the one VC's Table 2 implies: a larger λ *lowers* the within-class cosine similarity
+(their "Cos Sim" column falls from 0.58 at λ = 0 to 0.17 at λ = 10), so the term is added to the loss. That
+column is a similarity although VC Sec 3.2 names d̄_within (a distance) "Cosine Similarity": in the τ group it
+rises as Fuzziness, Sqr Dist and VCI fall (vc.paper_tables' finding), so it is 1 − d̄_within.
 
 **Batches.** So that a class has several samples in a batch (R is undefined otherwise, and with 1000 classes
 and 256-image batches most classes would appear once), every epoch orders the training set in same-class
@@ -173,20 +174,21 @@ def resolve_device(device=None) -> torch.device:
 
 
 def cosine_regulariser(feats: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """R(F, y) = mean over classes k with n_k ≥ 2 in the batch of d_k / n_k, d_k = 1 − ‖Σ_{i∈k} u_i‖²/n_k² the
-    within-class cosine distance of VC Sec 3.2 (module doc; VC Sec 6.3). Vectorised: one B×B cosine matrix,
-    d_k/n_k = Σ_{i∈k} (1/n_k² − Σ_{j∈k} u_iᵀu_j / n_k³), no host synchronisation. A zero feature vector has
-    cosine 0 with everything, itself included.
+    """R(F, y) = mean over classes k with n_k ≥ 2 in the batch of s_k / n_k (module doc; VC Sec 6.3).
+
+    s_k = mean of cos(F_i, F_j) over ordered pairs i ≠ j of class k. Vectorised: one B×B cosine matrix, sample
+    weights 1/(n_i²(n_i − 1)), no host synchronisation. A zero feature vector has cosine 0 with everything.
     """
     fn = F.normalize(feats, dim=1, eps=1e-12)
     S = fn @ fn.T
-    same = (y[:, None] == y[None, :]).to(S.dtype)             # i = j included
-    n = same.sum(1)                                           # n_k of each sample's class
+    same = (y[:, None] == y[None, :]).to(S.dtype)
+    same.fill_diagonal_(0.0)
+    n = same.sum(1) + 1.0                                     # n_k of each sample's class
     pairs = n > 1.5
-    inv = torch.where(pairs, 1.0 / n, torch.zeros_like(n))
-    per_sample = inv * inv - inv * inv * inv * (same * S).sum(1)
-    n_classes = inv.sum()                                     # number of classes with n_k ≥ 2
-    return per_sample.sum() / n_classes.clamp_min(1.0)
+    w = torch.where(pairs, 1.0 / (n * n * (n - 1.0)).clamp_min(1.0), torch.zeros_like(n))
+    n_classes = torch.where(pairs, 1.0 / n, torch.zeros_like(n)).sum()   # number of classes with n_k ≥ 2
+    total = (w * (same * S).sum(1)).sum()
+    return total / n_classes.clamp_min(1.0)
 
 
 def glyph_loss(logits, feats, y, tau: float = 1.0, cos_reg: float = 0.0):
