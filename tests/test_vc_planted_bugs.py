@@ -90,3 +90,22 @@ def test_planted_library_bug_fails_the_check(plant, monkeypatch, tmp_path):
     assert out.status == "fail", (out.status, out.miss)
     if out.error is None:  # a comparison, not a crash, caught it: the claim side misses
         assert out.miss > 1e6
+
+
+def test_eq6_as_log_odds_of_the_mean_accuracy_is_a_fail_not_a_refutation(monkeypatch):
+    """Eq 6 written wrongly in the library (log odds of the mean downstream accuracy instead of the mean of the log
+    odds; an independent review's plant): vc.paper_tables recomputes MLOG through theory.collapse.mlog and checks it
+    against Eq 6 written out, so the check fails, never 'refuted' (which would blame the paper)."""
+    T = importlib.import_module("theory.collapse.transfer")
+
+    def bad(downstream, pretrain, percent=False):
+        d, q = np.asarray(downstream, float), np.asarray(pretrain, float)
+        if percent:
+            d, q = d / 100, q / 100
+        m = d.mean(axis=-1)
+        return np.log(m / (1 - m)) - np.log(q / (1 - q))
+
+    monkeypatch.setattr(T, "mlog", bad)
+    monkeypatch.setattr(vc, "mlog", bad)
+    out = run_quick("vc.paper_tables")
+    assert out.status == "fail" and "Eq 6" in (out.error or ""), (out.status, out.error)

@@ -10,6 +10,7 @@ from scipy import stats as sst
 
 from sims.collapse_training import load_tables
 from theory import collapse as vc
+from verify.checks.vc._eq6 import mlog_checked
 from verify.registry import Result, check
 
 DOWNSTREAM = ("pets", "flowers", "aircraft", "cars", "dtd", "cifar10", "food101", "cifar100", "caltech", "sun397")
@@ -64,7 +65,7 @@ def paper_tables(ctx, planted, positive=False):
     acc = np.stack([t[n] for n in DOWNSTREAM], axis=1) / 100.0
     pre = t["accuracy"] / 100.0
     mlo = np.log(acc / (1 - acc)).mean(axis=1)
-    ml = vc.mlog(acc, pre)
+    ml = mlog_checked(acc, pre)  # the library's Eq 6, checked against Eq 6 written out (a bug is a fail)
     prop = (0.5e-4 / (acc * (1 - acc))).mean(axis=1)
     bound_mlo = prop + 0.5e-3
     bound_mlog = prop + 0.5e-4 / (pre * (1 - pre)) + 0.5e-4

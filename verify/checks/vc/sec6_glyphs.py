@@ -38,6 +38,7 @@ from sims.glyphs import pretrain as pt
 from sims.glyphs import vc_experiments as ve
 from theory import collapse as vc
 from verify.checks._shared import glyph_preps as gp
+from verify.checks.vc._eq6 import mlog_checked
 from verify.registry import Result, check
 
 RHO_MAX = -0.8   # Spearman ρ(epoch, metric) at most this: a decreasing trend over the horizons
@@ -299,7 +300,7 @@ def group_mlog(points, flip: bool = False) -> np.ndarray:
     pre = np.asarray([p["p_pretrain"] for p in points], float)
     if flip:
         down, pre = 1 - down, 1 - pre
-    return np.asarray(vc.mlog(down, pre))
+    return mlog_checked(down, pre)
 
 
 def judge_transfer(groups: dict) -> dict:
