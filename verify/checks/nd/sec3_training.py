@@ -170,7 +170,9 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
                      f"{TAB4_GAIN_PP:g} pp: t = {t4['t']:+.2f}, p = {t4['p']:.2g}, power {t4['power']:.3f}; Δ_all = "
                      f"{g['all']:+.2f} ± {g['se_all']:.2f} pp (allowed −{tol_all:.2f}; "
                      f"{'within' if miss_tab2 <= 1 else 'outside'}, reported: {GLYPH_TAB2_NOTE}); "
-                     f"{int(r['n_base'])} → {int(r['n_new'])} code points")}
+                     f"{int(r['n_base'])} → {int(r['n_new'])} code points"
+                     + ("; cannot tell: one pair of networks, its SE leaves out network-to-network variance"
+                        if verdict == "cannot tell" and t4["verdict"] in ("refuted", "holds") else ""))}
 
 
 #: Why the glyph line judges Tab 4 only (measurements in docs/real.md, "nd.new_categories").
@@ -225,8 +227,10 @@ TAB4_REGIME = (f"massive categories: ≥ {TAB4_BASE_CLASSES} base classes of a l
                      f"{RUNS[False]} independent trainings (the paper's count), so a full run uses one seed, not "
                      "three. The weaker 'f_all loses little within the new classes' (≥ −(1 pp + 2 SE)) and the "
                      "paper's 'significantly' (Δ_new > 0 at α) are reported lines. The glyph line (1000 code points, "
-                     "900 → 100) uses the same test with one run's paired SE; the status combines both lines "
-                     "(module doc)",
+                     "900 → 100) uses the same test with one run's paired SE, which leaves out network-to-network "
+                     "variance: one pair of networks can neither refute nor establish Tab 4's claim about networks, "
+                     "so a rejection or a pass there is reported as 'cannot tell (one pair of networks)', whatever "
+                     "its p or power; the status combines both lines (module doc)",
     negative_control="Θ fit by the paper's literal wording, 'on the training set of the new categories': cross-entropy "
                      "over the new classes alone on the new-class samples (nothing keeps the new logits below the base "
                      "ones on base samples)",
