@@ -15,6 +15,17 @@ import torch
 from torch import nn
 
 
+
+def check_singular_values(s: np.ndarray, j: np.ndarray, rtol: float = 1e-8) -> None:
+    """A ValueError unless Σ s_k² = ‖J‖_F² (the trace identity tr JᵀJ = Σ σ_k²) within ``rtol``: the singular values
+    read off J's Gram matrix are J's own (σ² or a wrong Gram taken for σ fails by far more). Float64 eigenvalues of
+    JᵀJ are exact to ≈ n·ε·σ_1², so the identity holds to ≈ 1e-12 relative at n = 1000; 1e-8 leaves room."""
+    fro2 = float(np.einsum("ij,ij->", j, j))
+    got = float(np.sum(np.square(s, dtype=np.float64)))
+    if not abs(got - fro2) <= rtol * fro2:
+        raise ValueError(f"singular values of J fail the trace identity: Σσ² = {got:.6g} vs ‖J‖_F² = {fro2:.6g} "
+                         "(a bug in the spectrum, not a measurement)")
+
 def _check_seed(seed) -> int:
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
@@ -176,6 +187,7 @@ def mlp50_decay(n: int, depth: int, draws: int, samples: int, depths=None, ortho
                     # blur σ below √(1e−7)·σ_1 ≈ 3e−4·σ_1, above the 1.19e−4 threshold
                     jd = j.astype(np.float64)
                     s = np.sqrt(np.clip(np.linalg.eigvalsh(jd.T @ jd), 0, None))
+                    check_singular_values(s, jd)
                     jr[dr, c] = rank_from_singular_values(s, eps)
                     # features F_L(x) = J_L x (a linear network), formed only at the measured depths:
                     # the same float32 numbers up to roundoff ~1e−7, far below the 1.19e−4·λ_max threshold
