@@ -416,9 +416,10 @@ def structural_impetus(ctx, planted, positive=False):
                    + (" and this survives every modelling choice re-run here (details: sensitivity, small sizes)"
                       if survives else
                       " in this regime, but not under every modelling choice re-run (details: sensitivity)")
-                   + ". It is a finding about this regime, not about the paper: the paper's channel count (128 × 8 × 8) "
-                     "is beyond the run's budget, and at 128 channels LayerNorm's two lost directions can hide among "
-                     "the FC layer's own sub-threshold directions (one-off runs at C = 128 in docs/rd.md)"
+                   + ". Thm 3 states no size (any map with invariant directions loses that many dimensions), so "
+                     "this run judges it; Fig 3's own setting (128 × 8 × 8) is beyond the run's budget and is not "
+                     "reproduced: at 128 channels LayerNorm's two lost directions can hide among the FC layer's own "
+                     "sub-threshold directions (one-off runs at C = 128 in docs/rd.md)"
                    + ". 'Considerably' (conv, FC) vs 'modestly' (LN, IN, GN): "
                    + ("holds in the PCA dimension" if min(sizes[k][1] for k in lin) > max(sizes[k][1] for k in norm)
                       else "does not hold in the PCA dimension")
@@ -433,6 +434,11 @@ def structural_impetus(ctx, planted, positive=False):
         measured={k: _fmt(misses[k], 3) for k in comps if k not in fig3.REFERENCES},
         expected="miss ≤ 1 for " + ", ".join(judged), holds=bool(miss <= 1), miss=float(miss), finding=finding,
         details=details,
+        regime=None if (planted or positive) else {
+            "Thm 3's condition: each component has directions along which its output is invariant (LN, IN, GN: the "
+            "normalised directions; conv, FC: a kernel), applied to a full-dimensional input (no size stated)":
+                {"measured": f"Gaussian inputs {st['channels']}×8×8, input PCA dim {int(d['pca_input'])} of {amb}",
+                 "holds": bool(int(d["pca_input"]) == amb)}},
     )
 
 
