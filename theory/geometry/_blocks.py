@@ -6,8 +6,6 @@ plus a few blocks and its own O(p² + q²) or O(n²) result — never a float64 
 
 * :func:`lazy_features` — the checks of :func:`theory.geometry._inputs.features` that need no conversion;
 * :func:`float_block` — one float64 block, its NaN/Inf entries named by their position in the whole array;
-* :func:`stream_moments` — the :class:`~theory.geometry.moments.CrossMoments` of two arrays, row block by row
-  block (each block about its own mean, merged with the exact shift identities of that class);
 * :func:`centred_gram` — the n×n Gram matrix Z_cZ_cᵀ of the column-centred array, column block by column block
   (centring is per column, so each block is centred exactly as the whole array would be), accumulated with
   BLAS ``syrk`` into one n×n array.
@@ -44,35 +42,6 @@ def float_block(a: np.ndarray, rows: slice, cols: slice, name: str) -> np.ndarra
         what = "NaN" if np.isnan(b[i, j]) else "Inf"
         raise ValueError(f"{name}: non-finite values; first is {what} at column {gj} (entry ({gi}, {gj}))")
     return b
-
-
-def stream_moments(X: np.ndarray, Y: np.ndarray, rows: int | None = None, xname: str = "X", yname: str = "Y"):
-    """The :class:`~theory.geometry.moments.CrossMoments` of X (n, p) and Y (n, q), read in row blocks."""
-    from theory.geometry.moments import CrossMoments
-
-    n = X.shape[0]
-    rows = rows_per_block(max(X.shape[1], Y.shape[1])) if rows is None else int(rows)
-    out = CrossMoments(X.shape[1], Y.shape[1])
-    full = slice(None)
-    for s in range(0, n, rows):
-        r = slice(s, min(s + rows, n))
-        out._absorb(CrossMoments.from_batch(float_block(X, r, full, xname), float_block(Y, r, full, yname)))
-    return out
-
-
-def stream_moments_one(X: np.ndarray, rows: int | None = None, name: str = "Z"):
-    """The :class:`~theory.geometry.moments.CrossMoments` of X against one constant column (its X side only)."""
-    from theory.geometry.moments import CrossMoments
-
-    n, p = X.shape
-    rows = rows_per_block(p) if rows is None else int(rows)
-    out = CrossMoments(p, 1)
-    full = slice(None)
-    for s in range(0, n, rows):
-        r = slice(s, min(s + rows, n))
-        Xb = float_block(X, r, full, name)
-        out._absorb(CrossMoments.from_batch(Xb, np.zeros((Xb.shape[0], 1))))
-    return out
 
 
 def _column_blocks(n: int, p: int):

@@ -35,71 +35,10 @@ from __future__ import annotations
 import numpy as np
 
 from theory.collapse.stats import unscale
+from theory.geometry._hsic import (_check_debiased, _cka, _hsic_parts, _min_rows,  # noqa: F401 (re-exported)
+                                   _terms_from_data, _terms_from_moments)
 from theory.geometry._inputs import same_rows
-
-
-def _check_debiased(debiased) -> bool:
-    if not isinstance(debiased, (bool, np.bool_)):
-        raise ValueError(f"debiased: must be True or False, got {debiased!r}")
-    return bool(debiased)
-
-
-def _min_rows(debiased: bool) -> tuple[int, str]:
-    if debiased:
-        return 4, " for the unbiased HSIC estimator (its normaliser n(n − 3)(n − 1)(n − 2) vanishes below 4)"
-    return 2, " for a centred HSIC"
-
-
-def _terms_from_data(Xs: np.ndarray, Ys: np.ndarray, gram: bool | None = None) -> dict:
-    """‖X_cᵀY_c‖², ‖X_cᵀX_c‖², ‖Y_cᵀY_c‖², traces and Σ‖x_c‖^a‖y_c‖^b of centred, scaled data: through the
-    (p, q) feature-space products, or through the n×n Gram matrices when n is the smaller dimension."""
-    n, p = Xs.shape
-    q = Ys.shape[1]
-    if gram is None:
-        gram = n < max(p, q)
-    if gram:
-        K, L = Xs @ Xs.T, Ys @ Ys.T
-        fxy, fxx, fyy = float(np.sum(K * L)), float(np.sum(K * K)), float(np.sum(L * L))
-        kd, ld = np.diag(K).copy(), np.diag(L).copy()
-    else:
-        Cxy, Cxx, Cyy = Xs.T @ Ys, Xs.T @ Xs, Ys.T @ Ys
-        fxy, fxx, fyy = float(np.sum(Cxy * Cxy)), float(np.sum(Cxx * Cxx)), float(np.sum(Cyy * Cyy))
-        kd, ld = np.einsum("ij,ij->i", Xs, Xs), np.einsum("ij,ij->i", Ys, Ys)
-    return {"n": n, "fxy": fxy, "fxx": fxx, "fyy": fyy, "tx": float(kd.sum()), "ty": float(ld.sum()),
-            "wxy": float(kd @ ld), "wxx": float(kd @ kd), "wyy": float(ld @ ld)}
-
-
-def _terms_from_moments(c: dict) -> dict:
-    return {"n": c["n"], "fxy": float(np.sum(c["cxy"] ** 2)), "fxx": float(np.sum(c["cxx"] ** 2)),
-            "fyy": float(np.sum(c["cyy"] ** 2)), "tx": float(np.trace(c["cxx"])), "ty": float(np.trace(c["cyy"])),
-            "wxy": c["wxy"], "wxx": c["wxx"], "wyy": c["wyy"]}
-
-
-def _hsic_parts(t: dict, debiased: bool) -> tuple[float, float, float]:
-    """(HSIC(X, Y), HSIC(X, X), HSIC(Y, Y)) in the scaled units (module doc)."""
-    n = t["n"]
-    if not debiased:
-        d = float(n - 1) ** 2
-        return t["fxy"] / d, t["fxx"] / d, t["fyy"] / d
-    a, b, d = 1.0 / ((n - 1.0) * (n - 2.0)), n / (n - 2.0), n * (n - 3.0)
-
-    def h(f, ta, tb, w):
-        return (f + ta * tb * a - b * w) / d
-    return h(t["fxy"], t["tx"], t["ty"], t["wxy"]), h(t["fxx"], t["tx"], t["tx"], t["wxx"]), \
-        h(t["fyy"], t["ty"], t["ty"], t["wyy"])
-
-
-def _cka(t: dict, debiased: bool) -> float:
-    hxy, hxx, hyy = _hsic_parts(t, debiased)
-    for h, name in ((hxx, "X"), (hyy, "Y")):
-        if not h > 0:
-            if not debiased or (t["fxx"] if name == "X" else t["fyy"]) == 0:
-                raise ValueError(f"{name}: every feature is constant over the samples (HSIC({name}, {name}) = 0); "
-                                 "CKA is undefined")
-            raise ValueError(f"{name}: the unbiased HSIC({name}, {name}) is {h:.3g} <= 0 with n = {t['n']} samples "
-                             "(too few samples, or one sample dominates); debiased CKA is undefined here: use more "
-                             "samples or debiased=False")
-    return float(hxy / np.sqrt(hxx) / np.sqrt(hyy))
+from theory.geometry.moments import CrossMoments, stream_moments
 
 
 def _streamed_terms(X, Y, min_rows: int = 2, why: str = "") -> tuple[dict, int, int]:
@@ -107,7 +46,7 @@ def _streamed_terms(X, Y, min_rows: int = 2, why: str = "") -> tuple[dict, int, 
     streamed :class:`~theory.geometry.moments.CrossMoments` when n ≥ max(p, q), else through the n×n centred
     Gram matrices accumulated over column blocks. Peak memory: the input plus O(p² + q² + pq), or O(n²), and a
     few blocks of about 4 MiB — no float64 copy of the whole input."""
-    from theory.geometry._blocks import centred_gram, lazy_features, stream_moments
+    from theory.geometry._blocks import centred_gram, lazy_features
 
     X, Y = lazy_features(X, "X", min_rows, why), lazy_features(Y, "Y", 1)
     same_rows(X, Y)
@@ -143,25 +82,17 @@ def linear_hsic(X, Y, debiased: bool = False) -> float:
     return unscale(_hsic_parts(t, debiased)[0], 2 * (ex + ey), "hsic")
 
 
-def _moment_terms(m, debiased: bool) -> tuple[dict, dict]:
-    from theory.geometry.moments import CrossMoments
-    if not isinstance(m, CrossMoments):
-        raise TypeError(f"moments: expected a CrossMoments, got {type(m).__name__}")
-    k, why = _min_rows(debiased)
-    if m.n < k:
-        raise ValueError(f"moments: needs at least {k} samples{why}, got n = {m.n}")
-    c = m.centred()
-    return _terms_from_moments(c), c
-
-
 def cka_from_moments(moments, debiased: bool = False) -> float:
     """Linear CKA (biased or debiased, as :func:`linear_cka`) from a :class:`CrossMoments`: exact, O(pq + p² + q²)."""
-    debiased = _check_debiased(debiased)
-    return _cka(_moment_terms(moments, debiased)[0], debiased)
+    return _as_moments(moments).cka(debiased)
 
 
 def hsic_from_moments(moments, debiased: bool = False) -> float:
     """HSIC₀ or HSIC₁ of X and Y from a :class:`CrossMoments`, in the features' units."""
-    debiased = _check_debiased(debiased)
-    t, c = _moment_terms(moments, debiased)
-    return unscale(_hsic_parts(t, debiased)[0], 2 * (c["ex"] + c["ey"]), "hsic")
+    return _as_moments(moments).hsic(debiased)
+
+
+def _as_moments(m) -> CrossMoments:
+    if not isinstance(m, CrossMoments):
+        raise TypeError(f"moments: expected a CrossMoments, got {type(m).__name__}")
+    return m

@@ -41,7 +41,8 @@ import numpy as np
 
 from theory.geometry._blocks import BLOCK_BYTES, float_block, lazy_features
 from theory.geometry._inputs import centre_scale, same_rows
-from theory.geometry.cka import _cka, _hsic_parts, _streamed_terms
+from theory.geometry._hsic import _cka, _hsic_parts
+from theory.geometry.cka import _streamed_terms
 
 ESTIMATORS = ("gretton", "song", "lange")
 CONVENTIONS = ("median", "kornblith", "ckatorch")

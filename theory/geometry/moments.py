@@ -20,6 +20,9 @@ is the difference of two origins inside the data — of the order of the spread,
 merge costs a few ε of the centred moments: streaming, or merging shards in any order, agrees with the
 two-pass computation to ~1e-13 relative at an offset of 1e6 (``tests/test_geometry_moments.py``).
 
+:func:`stream_moments` (:func:`stream_moments_one`) builds the moments of whole arrays (of one array against a
+constant column) row block by row block, each block converted to float64 on its own (:mod:`theory.geometry._blocks`).
+
 Scale. e_x (e_y) is chosen so that the stored entries lie within [−2, 2]: fourth-power sums of features of
 size 1e±150 neither overflow nor underflow. On a merge both sides move to the larger exponent (exact
 powers of two; contributions 2^−1000 below the largest may underflow, as rounding would lose them anyway).
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from theory.geometry._blocks import float_block, lazy_features, rows_per_block
+from theory.geometry._hsic import _check_debiased, _cka, _hsic_parts, _min_rows, _terms_from_moments
 from theory.geometry._inputs import centre_scale_mean, features, same_rows, scaled_difference
 
 _LOW = -100_000  # the exponent of a side with no spread yet (all its stored values are zero)
@@ -194,8 +199,6 @@ class CrossMoments:
     def from_data(cls, X, Y, batch: int | None = None) -> "CrossMoments":
         """The moments of whole (n, p) and (n, q) arrays, streamed in batches of ``batch`` rows (default: blocks
         of about 4 MiB of float64); each batch is converted to float64 on its own, never the whole array."""
-        from theory.geometry._blocks import lazy_features, stream_moments
-
         X, Y = lazy_features(X, "X"), lazy_features(Y, "Y")
         same_rows(X, Y)
         if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1):
@@ -232,14 +235,24 @@ class CrossMoments:
         return unscale(c["c" + side * 2] / (self.n - 1), 2 * c["e" + side], f"covariance of {side.upper()}")
 
     def cka(self, debiased: bool = False) -> float:
-        """Linear CKA of X and Y from these moments (:func:`theory.geometry.cka.cka_from_moments`)."""
-        from theory.geometry.cka import cka_from_moments
-        return cka_from_moments(self, debiased)
+        """Linear CKA of X and Y from these moments (biased or debiased, as :func:`theory.geometry.cka.linear_cka`):
+        exact, O(pq + p² + q²)."""
+        debiased = _check_debiased(debiased)
+        return _cka(self._hsic_terms(debiased)[0], debiased)
 
     def hsic(self, debiased: bool = False) -> float:
-        """HSIC(X, Y) with linear kernels (:func:`theory.geometry.cka.hsic_from_moments`)."""
-        from theory.geometry.cka import hsic_from_moments
-        return hsic_from_moments(self, debiased)
+        """HSIC₀ or HSIC₁ of X and Y with linear kernels, in the features' units."""
+        from theory.collapse.stats import unscale
+        debiased = _check_debiased(debiased)
+        t, c = self._hsic_terms(debiased)
+        return unscale(_hsic_parts(t, debiased)[0], 2 * (c["ex"] + c["ey"]), "hsic")
+
+    def _hsic_terms(self, debiased: bool) -> tuple[dict, dict]:
+        k, why = _min_rows(debiased)
+        if self.n < k:
+            raise ValueError(f"moments: needs at least {k} samples{why}, got n = {self.n}")
+        c = self.centred()
+        return _terms_from_moments(c), c
 
     def __repr__(self) -> str:
         return f"CrossMoments(n_x_features={self.p}, n_y_features={self.q}, n={self.n})"
@@ -250,3 +263,28 @@ def _rescale(m: dict, kx: int, ky: int) -> dict:
     if kx == 0 and ky == 0:
         return m
     return {k: _ldexp(v, _ORDERS[k][0] * kx + _ORDERS[k][1] * ky) for k, v in m.items()}
+
+
+def stream_moments(X: np.ndarray, Y: np.ndarray, rows: int | None = None, xname: str = "X", yname: str = "Y"):
+    """The :class:`~theory.geometry.moments.CrossMoments` of X (n, p) and Y (n, q), read in row blocks."""
+    n = X.shape[0]
+    rows = rows_per_block(max(X.shape[1], Y.shape[1])) if rows is None else int(rows)
+    out = CrossMoments(X.shape[1], Y.shape[1])
+    full = slice(None)
+    for s in range(0, n, rows):
+        r = slice(s, min(s + rows, n))
+        out._absorb(CrossMoments.from_batch(float_block(X, r, full, xname), float_block(Y, r, full, yname)))
+    return out
+
+
+def stream_moments_one(X: np.ndarray, rows: int | None = None, name: str = "Z"):
+    """The :class:`~theory.geometry.moments.CrossMoments` of X against one constant column (its X side only)."""
+    n, p = X.shape
+    rows = rows_per_block(p) if rows is None else int(rows)
+    out = CrossMoments(p, 1)
+    full = slice(None)
+    for s in range(0, n, rows):
+        r = slice(s, min(s + rows, n))
+        Xb = float_block(X, r, full, name)
+        out._absorb(CrossMoments.from_batch(Xb, np.zeros((Xb.shape[0], 1))))
+    return out

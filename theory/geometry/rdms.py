@@ -155,7 +155,7 @@ def _moment_sums(t: dict) -> dict:
 def rsa_from_moments(moments, method: str = "cosine") -> float:
     """The comparison ``method`` ("cosine", "corr", "cosine_cov", "corr_cov") of the squared Euclidean RDMs of
     the two sides of a :class:`~theory.geometry.moments.CrossMoments`, from its centred sums (module doc)."""
-    from theory.geometry.cka import _terms_from_moments
+    from theory.geometry._hsic import _terms_from_moments
     from theory.geometry.moments import CrossMoments
     if not isinstance(moments, CrossMoments):
         raise TypeError(f"moments: expected a CrossMoments, got {type(moments).__name__}")

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory.geometry._blocks import centred_gram, lazy_features, stream_moments_one
+from theory.geometry._blocks import centred_gram, lazy_features
+from theory.geometry.moments import stream_moments_one
 from theory.geometry._inputs import centre_scale, features, top_exponent
 from theory.geometry.moments import CrossMoments
 from theory.rank import numerical_rank as rd_numerical_rank

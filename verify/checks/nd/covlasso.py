@@ -513,9 +513,8 @@ def between_networks(ctx, planted, positive=False):
     """ND Sec 2.4 in two lines, one status. (1) The identities on synthetic two-network logits (exact: a miss is a
     library bug). (2) The glyph verdict: two independently trained 1000-class glyph LeNets (suite lenet-s<seed>,
     lenet-s<seed+1>; 100 classes in --quick), g's logit i predicted from f's others (verify/checks/_shared/glyph_real.py).
-    Status: the identities (the claim CLAIMS.md catalogues: "the same identities hold for f̃"); when they fail the
-    Result holds no finding, so the check is ``fail`` (a broken library). The glyph lines (there exists, typical)
-    are readings of Fig 2e–f beside the status, each with its regime and undecided reason.
+    Status: the identities (CLAIMS.md's claim); broken, no finding: ``fail``. The glyph lines (there exists,
+    typical) are readings of Fig 2e–f beside the status, each with its regime and undecided reason.
     The positive control runs the glyph line's code on planted logits (the identities have no positive side)."""
     from verify.checks._shared import nd_scan as S_
     from verify.checks._shared.glyph_real import between_details, between_finding, between_glyph
@@ -558,8 +557,6 @@ def between_networks(ctx, planted, positive=False):
     miss_id = max(worst_build / 1e-9, worst_kkt / KKT_TOL, worst_floor / 1e-8, worst_lmax / 1e-12,
                   worst_metrics / 1e-9)
     gl = between_glyph(ctx, planted)
-    # the status judges the catalogued claim (the identities); the glyph lines are readings of Fig 2e–f, each its
-    # own verdict line; a broken identity is a fail whatever they say (no finding)
     finding = between_finding(gl) if miss_id <= 1 and gl["miss"] > 1 and not planted else None
     existential = {"quantifier": "there exists", "holds": bool(gl["miss"] <= 1), "miss": round(float(gl["miss"]), 3),
                    "measured": S_.summary(gl["existential"]), "undecided": gl["undecided"],

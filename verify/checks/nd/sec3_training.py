@@ -144,11 +144,9 @@ def _glyph_gaps(r: dict, arm: str, positive: bool) -> dict:
 
 def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
     """ND Sec 3.2 on the glyph networks: f_base = suite lenet-base-s<seed> (900 code points; 90 in --quick), Θ on
-    its frozen logits, f_baseline = lenet-s<seed> (all 1000; 100). One run: its SE is the paired test-set SE
-    (class-clustered), which leaves out the network-to-network variance, while Tab 4 is a claim about networks
-    (means of five runs): a rejection here is about this pair of networks, so the line reports it ("cannot tell")
-    and never refutes — nor holds (one pair cannot establish the gain either). Same Tab 4 test as the synthetic line; Tab 2 reported only (GLYPH_TAB2_NOTE). ``undecided``
-    when a network misses its required held-out accuracy."""
+    its frozen logits, f_baseline = lenet-s<seed> (all 1000; 100); the synthetic line's Tab 4 test, Tab 2 reported
+    only (GLYPH_TAB2_NOTE). One pair of networks can neither refute nor establish Tab 4 (tolerance text): "cannot
+    tell". ``undecided`` when a network misses its required held-out accuracy."""
     from sims.glyphs.dependencies import new_categories as glyph_new_categories
     from verify.checks._shared.glyph_real import precondition
 
@@ -160,7 +158,6 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
     tol_all = MARGIN_PP + SE_UNITS * g["se_all"]
     miss_tab2 = max(0.0, -g["all"]) / tol_all
     pre = precondition(ctx, [f"lenet-base-s{ctx.seed}", f"lenet-s{ctx.seed}"])
-    # Tab 4 only (Tab 2 reported: GLYPH_TAB2_NOTE); one network pair can neither refute nor establish the gain
     verdict = "cannot tell" if t4["verdict"] in ("refuted", "holds") and not positive else t4["verdict"]
     return {"verdict": verdict, "t4": t4, "gaps": g, "miss": max(t4["miss_reject"], t4["miss_power"]),
             "miss_tab2": miss_tab2, "tol_all": tol_all, "undecided": pre["undecided"], "precondition": pre["lines"],
@@ -176,8 +173,7 @@ def _glyph_line(ctx, planted: bool, positive: bool) -> dict:
 
 
 #: Why the glyph line judges Tab 4 only (measurements in docs/real.md, "nd.new_categories").
-GLYPH_TAB2_NOTE = ("Tab 2's side moves with Θ's training set: 8 → 24 images per class took Δ_all from ≈ −2.6 to "
-                   "−1.5 pp, inside its allowance")
+GLYPH_TAB2_NOTE = "Tab 2's side moves with Θ's training set: 8 → 24 images per class took Δ_all from ≈ −2.6 to −1.5 pp"
 
 
 def _combine(lines: dict) -> tuple[bool, float, str | None]:

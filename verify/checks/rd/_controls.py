@@ -4,8 +4,9 @@ A positive control must run the *same library path* as the claim, on an input wh
 so that a library bug fails the control (status `fail`) instead of making the paper look wrong (`refuted`). This
 module holds those inputs and closed forms: Bartlett layers (rd.lyapunov_law) and rotated diagonal layers
 (rd.general_centralization) for the library's Benettin estimator, the Marchenko–Pastur law and BBP spike
-(rd.marchenko_pastur), and the quarter-circle law of a square Gaussian FC layer (rd.structural_impetus). Nothing here imports :mod:`theory.rank`; :mod:`sims.random_matrix` only for the estimator
-under test.
+(rd.marchenko_pastur), the quarter-circle law of a square Gaussian FC layer (rd.structural_impetus), and Thm 4's
+counterexample re-run under each modelling choice (:func:`thm4_sensitivity`). Nothing here imports
+:mod:`theory.rank`; :mod:`sims.random_matrix` only for the estimator under test.
 """
 from __future__ import annotations
 
@@ -123,3 +124,57 @@ def lyap_closed_form(n):
     """The proof's per-layer law written out here, independent of :mod:`theory.rank`: mean and sd of ½ log χ²_{n−k+1}."""
     nu = (n - np.arange(1, n + 1) + 1) / 2.0
     return 0.5 * (np.log(2.0) + special.digamma(nu)), 0.5 * np.sqrt(special.polygamma(1, nu))
+
+
+def _benettin_numpy(draw, n, L, rng):
+    """Σ_l log|R_kk| of the QR recursion A = J_l Q_{l−1} = Q_l R_l (numpy, for the sensitivity rows): log σ_k of
+    J_L⋯J_1 up to O(1); the per-layer Lyapunov exponents are these sums / L."""
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    sums = np.zeros(n)
+    for _ in range(L):
+        q, r = np.linalg.qr(draw(rng) @ q)
+        sums += np.log(np.abs(np.diag(r)))
+    return np.sort(sums)[::-1]
+
+
+def _haar(rng, n):
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+    return q * np.sign(np.diag(r))
+
+
+def thm4_sensitivity(st, cp):
+    """The erratum's counterexample (Haar-orthogonal layers) with each choice moved: size, depth, scale c·O(n)
+    (E log⁺‖J‖ = log c > 0), the estimator (explicit product instead of Benettin), and the boundary (a small
+    Gaussian perturbation gives the law a density: the corrected theorem's decay appears). Measured in this run,
+    with seed 0 for every seed of the run (the counterexample is exact algebra; the simulations are cached once)."""
+    rows, ok = {}, True
+    o = rm.centralization_data([2, 64], cp, ["orthogonal"], 2, seed=0)
+    for n in (2, 64):
+        dev = float(np.max(np.abs(o[f"sums_{n}_orthogonal"] - o[f"sums_{n}_orthogonal"][:, :, :1])))
+        rows[f"size n = {n} (ours {', '.join(map(str, st['ns']))}), L ≤ {cp[-1]}"] = \
+            f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+        ok &= dev < 1e-8
+    deep = 5000
+    o = rm.centralization_data([16], [deep], ["orthogonal"], 2, seed=0)
+    dev = float(np.max(np.abs(o["sums_16_orthogonal"] - o["sums_16_orthogonal"][:, :, :1])))
+    rows[f"depth L = {deep} (ours ≤ {cp[-1]}), n = 16"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+    ok &= dev < 1e-8
+    e = rm.centralization_data([16], cp, ["orthogonal"], 2, seed=0, explicit=True)
+    dev = float(np.max(np.abs(e["sums_16_orthogonal"])))
+    rows["estimator: SVD of the explicit product instead of the Benettin recursion, n = 16"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}: no decay (counterexample stands)"
+    ok &= dev < 1e-8
+    rng = np.random.default_rng(0)
+    sums = _benettin_numpy(lambda r: 2.0 * _haar(r, 16), 16, 1000, rng)
+    dev = float(np.max(np.abs(sums - sums[0])))
+    rows["scale 2·O(n) (E log⁺‖J‖ = log 2 > 0, gradient explosion without rank loss), n = 16, L = 1000"] = \
+        f"max |log σ_k/σ_1| = {dev:.1e}, log σ_1/L = {sums[0] / 1000:.4f} (log 2 = 0.6931): no decay"
+    ok &= dev < 1e-8
+    for delta in (0.1, 0.01):
+        sums = _benettin_numpy(lambda r: _haar(r, 16) + delta * r.standard_normal((16, 16)) / 4.0, 16, 1000, rng)
+        rows[f"boundary: O(n) + {delta:g}·G/√n (a law with a density: the corrected theorem applies), n = 16, "
+             "L = 1000 (not counted in 'survives')"] = \
+            (f"μ_2 = {(sums[0] - sums[1]) / 1000:.2e}, μ_n = {(sums[0] - sums[-1]) / 1000:.2e} per layer (the rates "
+             "shrink like δ²: the gap the corrected theorem needs closes as the law approaches O(n))")
+    return rows, ok
