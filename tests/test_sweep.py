@@ -814,7 +814,7 @@ def test_a_plugin_edited_while_its_point_runs_is_not_stored_under_its_key(tmp_pa
               len(list((out / "points").glob("*.json"))) >= 1 if (out / "points").exists() else False, proc,
               "the first point")
     plugin = tmp_path / "gated_plugin.py"
-    plugin.write_text(plugin.read_text() + "\n# edited while the second point runs\n")
+    plugin.write_text(plugin.read_text() + "\n_EDITED = 1  # a code edit while the second point runs\n")
     _open(gate, 2)
     _, err = proc.communicate(timeout=HANG)
     recs = _point_files(out)
