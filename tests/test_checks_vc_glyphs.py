@@ -235,3 +235,18 @@ def test_intervention_reads_table2_cos_sim_as_a_similarity():
     assert not untrained["holds"]
     (weak,) = G.intervention(pts(0.066, 0.084)).values()      # similarity 0.934 → 0.916: ×0.98
     assert not weak["holds"] and "×0.98" in weak["measured"]
+
+
+def test_a_refutation_outside_the_intervention_trains_no_sensitivity_grids(monkeypatch):
+    """A negative r in both groups on every seed of a full run, with a λ group that does not realise VC's intervention
+    (similarity ×0.98): a finding in that regime (the registry names the condition), and the regime-moved re-runs a
+    refutation needs are not trained."""
+    vcis = np.linspace(0.3, 0.8, 6)
+    pts = {g: [{"metrics": [v, 1.0, 1.0, 0.066 + 0.0036 * i], "p_pretrain": 0.9, "p_downstream": [0.9 - 0.1 * v] * 4,
+                "seconds": 1.0} for i, v in enumerate(vcis)] for g in ("tau", "lambda")}
+    monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: -np.asarray([p["metrics"][0] for p in ps]))
+    monkeypatch.setattr(G, "sensitivity", lambda *a, **k: pytest.fail("no sensitivity runs outside the regime"))
+    r = G.transfer_correlation(registry.Context(check_id="vc.transfer_correlation", quick=False, seed=0), False)
+    assert not r.holds and not all(c["holds"] for c in r.regime.values()) and "regime" in r.finding
+    assert registry.outside_regime(r).undecided.startswith("outside the paper's stated conditions")

@@ -406,6 +406,8 @@ def transfer_correlation(ctx, planted, positive=False):
     }
     undecided = finding = None
     n_run = 1 if ctx.quick else TRANSFER_SEEDS
+    regime = None if planted or positive else intervention(pts["lambda"])
+    outside = bool(regime) and not all(c["holds"] for c in regime.values())
     if not positive and not planted:
         if not trained:
             undecided = (f"not every network is trained: lowest pretraining aug_test accuracy {min(accs):.3f} < "
@@ -428,6 +430,12 @@ def transfer_correlation(ctx, planted, positive=False):
                          + f"), but a refutation needs ≥ {REFUTE_MIN_SEEDS} seeds and this run has {n_run}: "
                          "the λ group's direction is not reproducible across seeds (MLOG's seed-to-seed spread is as "
                          "large as a group's range); reported, not judged")
+        elif v["refuted"] and outside:
+            # outside VC's intervention no refutation is possible (the registry names the condition): the regime-moved
+            # re-runs that a refutation needs are not trained
+            finding = ("VCI correlates negatively with MLOG on this seed (r = "
+                       + ", ".join(f"{g} {v['r'][g]['vci']:+.2f}" for g in v["r"])
+                       + "), but the λ group does not realise VC's intervention (regime): a finding in this regime")
         elif v["refuted"]:
             sens = sensitivity(ctx.quick, SENSITIVITY_SEED, ctx.device)
             details["sensitivity (regime moved toward the paper; reduced grids; r with MLOG per group)"] = sens
@@ -448,8 +456,7 @@ def transfer_correlation(ctx, planted, positive=False):
                            + ". The paper's own Table 2 gives r(VCI) = +0.995 (τ) and +0.93 (λ).")
     measured = {g: f"r(VCI, MLOG) = {v['r'][g]['vci']:+.3f}" for g in v["r"]}
     return Result(measured=measured, expected="r ≥ r_crit in both groups", holds=holds, miss=float(miss),
-                  details=details, finding=finding, undecided=undecided,
-                  regime=None if planted or positive else intervention(pts["lambda"]))
+                  details=details, finding=finding, undecided=undecided, regime=regime)
 
 
 PAPER_COS_RATIO = 0.172 / 0.5767  # VC Table 2: the "Cos Sim" column from λ = 0 (τ = 1 row) to λ = 10
