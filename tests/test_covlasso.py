@@ -106,6 +106,14 @@ def test_all_equals_per_category_and_path_interpolation():
     A = covlasso_all(c, rho=0.2)
     for i in range(0, 40, 7):
         np.testing.assert_array_equal(A[i], covlasso(c, i, rho=0.2))
+    # a sequence of ρ: the same rows as one call per ρ, bit for bit (the same homotopy on the same scaled Cov)
+    stack = covlasso_all(c, rho=[0.5, 0.2, 0.02])
+    assert stack.shape == (3, 40, 40)
+    for k, r in enumerate([0.5, 0.2, 0.02]):
+        np.testing.assert_array_equal(stack[k], covlasso_all(c, rho=r))
+    np.testing.assert_array_equal(covlasso_all(c, rho=np.array([0.2])), A[None])
+    with pytest.raises(ValueError, match="rho"):
+        covlasso_all(c, rho=[0.2, -1.0])
     lam = 0.3
     Al = covlasso_all(c, lam)
     assert np.all(np.diag(Al) == -1.0)

@@ -167,15 +167,29 @@ def covlasso(cov, i: int, lam: float | None = None, *, rho: float | None = None)
     return _solve(c, i, _scaled_lambda(c, e, i, lam, rho))
 
 
-def covlasso_all(cov, lam: float | None = None, *, rho: float | None = None) -> np.ndarray:
+def covlasso_all(cov, lam: float | None = None, *, rho=None) -> np.ndarray:
     """Rows θ*(λ) for every category at once, (n, n) with Θ_ii = −1; parallel over i (numba prange).
 
-    ``lam`` is one absolute λ for all categories; ``rho`` a relative one, λ_i = ρ·λ_max(i).
+    ``lam`` is one absolute λ for all categories; ``rho`` a relative one, λ_i = ρ·λ_max(i). ``rho`` may also be a
+    1-D sequence of relative λs: then an array (len(rho), n, n), entry k equal to ``covlasso_all(cov, rho=rho[k])``
+    (Cov is validated and scaled once).
     """
     c, e = _prepare(cov)
     n = c.shape[0]
     if (lam is None) == (rho is None):
         raise ValueError("give exactly one of lam= (absolute λ) or rho= (λ = rho·λ_max(i))")
+    if rho is not None and not isinstance(rho, (bool, np.bool_)) and np.ndim(rho) == 1:
+        rhos = [_check_lam(r, "rho") for r in (rho.tolist() if isinstance(rho, np.ndarray) else rho)]
+        out = np.empty((len(rhos), n, n))
+        for k, r in enumerate(rhos):
+            out[k] = _homotopy_rows(c, e, None, r)
+        return out
+    return _homotopy_rows(c, e, lam, rho)
+
+
+def _homotopy_rows(c: np.ndarray, e: int, lam, rho) -> np.ndarray:
+    """covlasso_all's rows on the validated, scaled Cov ``c`` (scale exponent ``e``)."""
+    n = c.shape[0]
     if rho is not None:
         rho = _check_lam(rho, "rho")
         off = np.abs(c)

@@ -344,9 +344,10 @@ def dependency_scan(cov, rhos, select, test, offset=None, max_support: int = PIC
     from theory.neural_dependency import replaced_logit_metrics_many
 
     c = None if cov is None else _square(cov)
+    stack = covlasso_all(c, rho=[float(r) for r in rhos]) if thetas_at is None else None  # Cov validated once
     pairs = []
-    for rho in rhos:
-        Theta = thetas_at(float(rho)) if thetas_at is not None else covlasso_all(c, rho=float(rho))
+    for k, rho in enumerate(rhos):
+        Theta = thetas_at(float(rho)) if thetas_at is not None else stack[k]
         for i in range(Theta.shape[0]):
             th = Theta[i]
             k = int(np.count_nonzero(th)) - int(th[i] != 0)  # #{θ_j ≠ 0, j ≠ i}

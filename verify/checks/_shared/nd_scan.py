@@ -17,6 +17,9 @@ median over a seeded random draw of categories at one ρ) is a second verdict li
 """
 from __future__ import annotations
 
+import collections
+import hashlib
+
 import numpy as np
 
 from sims.real import analysis as A
@@ -24,6 +27,29 @@ from verify.checks._shared.nd_reference import plain_check
 
 RHO_GRID = (0.5, 0.3, 0.2, 0.1, 0.05, 0.02)  # the existential scan's λ = ρ·λ_max(i) (every category at each)
 MAX_LISTED = 12  # categories named in the details
+
+
+_THETAS: "collections.OrderedDict" = collections.OrderedDict()  # content of C → θ*(ρ) of every category, RHO_GRID
+_THETAS_KEEP = 3  # a scan, its in-distribution row and its mean-removed rows: the distinct second moments of a seed
+
+
+def thetas_at(C: np.ndarray):
+    """ρ ↦ Θ(ρ) = covlasso_all(C, rho=ρ) on RHO_GRID, computed once per content of C (the scan and the sensitivity
+    rows that share its second moment read the same rows: the same function on the same array)."""
+    import theory.covlasso
+
+    solver = theory.covlasso.covlasso_all  # in the key: a replaced solver (a test's planted bug) is never bypassed
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    key = (solver, C.shape, hashlib.sha256(C.tobytes()).hexdigest())
+    if key not in _THETAS:
+        stack = np.asarray(solver(A._square(C), rho=list(RHO_GRID)))
+        stack.setflags(write=False)
+        _THETAS[key] = dict(zip(RHO_GRID, stack))
+        while len(_THETAS) > _THETAS_KEEP:
+            _THETAS.popitem(last=False)
+    _THETAS.move_to_end(key)
+    rows = _THETAS[key]
+    return lambda rho: rows[rho]
 
 
 def selection_and_test(ctx, d: dict):
@@ -56,7 +82,8 @@ def scan(ctx, d: dict, S, offset=None, planted: bool = False, cache: dict | None
         perm = ctx.rng(f"scan-misaligned-{tag}").permutation(len(test))
         test_set = (S[test], None if ty is None else ty[perm], S[test][perm])
     rows = A.dependency_scan(C, RHO_GRID, (S[sel], None if y is None else y[sel]), test_set, offset=offset,
-                             specificity_cov=C, rng=ctx.rng(f"scan-specificity-{tag}"), twins=d.get("twins"))
+                             thetas_at=thetas_at(C), specificity_cov=C, rng=ctx.rng(f"scan-specificity-{tag}"),
+                             twins=d.get("twins"))
     ex = A.existential(rows)
     names = d.get("names")
     for r in ex["confirmed"] + ([ex["best"]] if ex["best"] else []):
@@ -158,7 +185,7 @@ def _alt_scan(ctx, d: dict, S, offset, limits: dict, twins) -> dict:
     y = d["labels"]
     C = A.second_moment(S[sel])
     rows = A.dependency_scan(C, RHO_GRID, (S[sel], None if y is None else y[sel]),
-                             (S[test], None if y is None else y[test]), offset=offset,
+                             (S[test], None if y is None else y[test]), offset=offset, thetas_at=thetas_at(C),
                              specificity_cov=C if "specificity" in limits else None,
                              rng=ctx.rng("scan-specificity-alt"), twins=twins, limits=limits)
     ex = {**A.existential(rows), "names": d.get("names")}

@@ -201,8 +201,9 @@ SCAN_WHY = ("ND shows chosen cases ('for the cases in Fig. 2', Fig. 2 'picks up 
             f"a seeded random draw of categories at ρ = {RHO}) is a second line, reported")
 
 
-def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=None) -> Result:
-    """The existential reading's Result (status), with the typical line (``typical``: a judge_table1 dict)."""
+def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=None, control=False) -> Result:
+    """The existential reading's Result (status), with the typical line (``typical``: a judge_table1 dict).
+    ``control``: a negative control's scan (no sensitivity rows: they describe the real run's refutation)."""
     ex = S_.scan(ctx, d, S, offset=offset, planted=planted, cache=None if positive else _SOLVED, tag=tag)
     pre = d.get("precondition")
     det = {"inputs": d["inputs"], "reading judged": "there exists (ND Sec 2.1: the cases of Fig. 2)",
@@ -219,7 +220,7 @@ def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=No
     if pre is not None:
         det["precondition (held-out accuracy of the network)"] = pre["lines"]
     finding = undecided = None
-    if not ex["holds"] and not planted and not positive and d.get("split") is not None:
+    if not ex["holds"] and not planted and not positive and not control and d.get("split") is not None:
         rows = {"test images from the training faces (in distribution, as ImageNet's validation set)":
                 {**S_.in_distribution(ctx, d, S, offset=offset, tag=tag), "decides": True},
                 **S_.alternatives(ctx, d, S, offset=offset)}
@@ -296,7 +297,7 @@ def independence_deficit(ctx, planted, positive=False):
     b = d["b"]
     Gs = permute_columns_all(G, ctx) if planted else G
     res = _scan_result(ctx, {**d, "logits": Gs}, Gs, planted=False, positive=False, offset=b,
-                       tag="rd-perm" if planted else "rd")
+                       tag="rd-perm" if planted else "rd", control=planted)
     Fs = np.asarray(d["features"][: min(len(G), 4096)], dtype=np.float64)
     if d["W"].shape[1] < G.shape[1]:  # d < n: (WF)ᵀ(WF) and Fᵀ F WᵀW share their nonzero eigenvalues (d × d, cheap)
         ev = np.linalg.eigvals((Fs.T @ Fs) @ (d["W"].T @ d["W"])).real
