@@ -33,13 +33,12 @@ def test_new_categories_check_judges_tab4(tmp_path):
     assert out.finding and "Tab 4" in out.finding and "power" in out.finding
 
 
-def test_new_categories_decision_is_stable_across_seeds(tmp_path):
+def test_new_categories_decision_is_stable_across_seeds():
     """The decision does not flip with the seed: replications 0 and 1 (runs 0–7 and 8–15, disjoint) both reject
-    +1.7 pp with power ≥ 0.8 (the old point-estimate rule flipped between refuted and reported, misses 0.998–1.018)."""
-    outs = [run_quick("nd.new_categories", seed=s, tmp_path=tmp_path) for s in (0, 1)]
-    assert [o.status for o in outs] == ["reported", "reported"], [(o.status, o.measured) for o in outs]  # regime
+    +1.7 pp with power ≥ 0.8 (the old point-estimate rule flipped between refuted and reported, misses 0.998–1.018).
+    The check's own decision rule on each replication's runs (the status, set by the regime, is the test above's)."""
     for seed in (0, 1):
-        runs = [dt.new_categories_result(True, k) for k in nd._run_seeds(True, seed)]  # cached by the runs above
+        runs = [dt.new_categories_result(True, k) for k in nd._run_seeds(True, seed)]  # the check's cached runs
         t4 = nd._new_categories_verdicts([nd._gaps(r, "dependency") for r in runs])["tab4"]
         assert t4["power"] >= nd.POWER_MIN and t4["rejected"] and t4["miss_reject"] > 2, t4
 
