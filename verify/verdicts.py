@@ -2,7 +2,8 @@
 
 The regime rule (one rule for every verdict): a paper's claim is refuted only where the conditions the paper states
 for it hold in the setup. A run that does not hold while a condition it measured (``Result.regime``) fails gives no
-refutation: it becomes ``undecided`` with the failed conditions named — a finding *in that regime*.
+refutation: it becomes ``undecided`` with the failed conditions named — a finding *in that regime*; a run that holds
+there keeps its verdict and says, in its finding, that the regime is outside the paper's conditions.
 """
 from __future__ import annotations
 
@@ -14,14 +15,23 @@ import numpy as np
 
 
 def outside_regime(r):
-    """``r`` (a Result) with ``undecided`` set when it does not hold and a stated condition of the paper failed."""
-    if r.holds or r.undecided or not r.regime:
+    """``r`` (a Result) read against the paper's stated conditions it measured (``Result.regime``). Outside them (a
+    condition failed) a run that does not hold gets ``undecided`` (a finding in that regime, never a refutation), and
+    a run that holds keeps its verdict with a finding saying so: it agrees with the claim in this regime, which does
+    not meet the conditions the paper states for it."""
+    if r.undecided or not r.regime:
         return r
     failed = {k: v for k, v in r.regime.items() if not v["holds"]}
-    if failed:
-        r.undecided = ("outside the paper's stated conditions — "
-                       + "; ".join(f"{k} (measured: {v.get('measured')})" for k, v in failed.items())
-                       + ": what was measured is a finding in this regime, not a refutation")
+    if not failed:
+        return r
+    where = "; ".join(f"{k} (measured: {v.get('measured')})" for k, v in failed.items())
+    if r.holds:
+        note = (f"Holds in a regime outside the paper's stated conditions — {where}: agreement in this regime, "
+                "not a verification under the paper's own conditions.")
+        r.finding = f"{note} {r.finding}" if r.finding else note
+        return r
+    r.undecided = (f"outside the paper's stated conditions — {where}: what was measured is a finding in this regime, "
+                   "not a refutation")
     return r
 
 

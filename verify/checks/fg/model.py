@@ -10,7 +10,7 @@ import torch
 from sims.multiview.data import (BIG_NOISE, COMMON, FEATURE_NOISE, NOISE, SUBCLASS, HierarchicalMultiView)
 from sims.multiview.learner import TwoLayerReLU, coarse_scores, lucky_mask, mistakes
 from theory import multiview as mv
-from verify.checks.fg.training import _finite, _ge, _le, _one_thread
+from verify.checks.fg._judge import _finite, _ge, _le, _one_thread
 from verify.registry import Result, check
 
 
@@ -86,6 +86,25 @@ def data_model(ctx, planted):
                   details={"statistics": z, "exact properties": exact, "samples": n,
                            "distractor": "feature-noise patches carry v_{−y} (Lemma E.8 proof)",
                            "headline regime (exact counts) at d = 100": headline})
+
+
+_SAMPLER: dict = {}  # (device, sampler functions) -> (holds, miss) of fg.data_model's comparison at quick size
+
+
+def sampler_verified(ctx) -> None:
+    """The FG sampler must pass fg.data_model's own comparison (App B.1's moments and exact properties, quick size,
+    seed 0), else ValueError: a training check's verdict rests on the data the sampler draws, so a sampler bug makes
+    that check fail instead of becoming a finding about the paper. Computed once per process and sampler."""
+    import dataclasses
+
+    key = (str(ctx.device), HierarchicalMultiView.sample, HierarchicalMultiView.__init__, mv.expected_counts)
+    if key not in _SAMPLER:
+        r = data_model(dataclasses.replace(ctx, check_id="fg.data_model", quick=True, seed=0), False)
+        _SAMPLER[key] = (bool(r.holds), r.miss)
+    ok, miss = _SAMPLER[key]
+    if not ok:
+        raise ValueError(f"the FG sampler fails fg.data_model's comparison (miss {miss:.3g} tolerances): the training "
+                         "runs draw from a data model other than FG Def 4.1–4.4, so no verdict rests on them")
 
 
 def _headline_data_model(ctx, n, exact, z) -> dict:

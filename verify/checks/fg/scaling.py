@@ -10,8 +10,8 @@ import numpy as np
 from sims.multiview.regimes import HEADLINE
 from sims.multiview.train import torch_threads
 from verify.checks.fg.training import (SETTLE_TOL, _about, _finite, _ge, _increasing, _loglog_slope, _per_horizon,
-                              _sensitivity, _settling, _training_result, _within, regime_rows, shared_sweep,
-                              sweep_prep)
+                                       _sampler_verified, _sensitivity, _settling, _training_result, _within,
+                                       formal_regime, regime_rows, shared_sweep, sweep_prep)
 from verify.registry import Result, check
 
 
@@ -63,6 +63,7 @@ def _resolved(gamma: float, se: float, lo: float = 0.5, hi: float = 1.5) -> bool
 
 
 def _activation_scale(ctx, planted, positive):
+    _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
     sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
     st = sw["regimes"][HEADLINE]
     ks = list(st["ks"])
@@ -125,7 +126,8 @@ def _activation_scale(ctx, planted, positive):
                            "all-neuron common response at T(d)": level_all, "γ of the whole class": round(gamma_all, 3),
                            "easy-sample margin vs d (at T)": margin, "log d": [math.log(d) for d in ds],
                            "sensitivity (ratio part, k-sweep at d = 64)": sens or "full mode only",
-                           f"regime paper (d-scaling, d = {ds[-1]})": regime_rows(sc[-1]["config"], sc[-1]["c_b"])})
+                           f"regime paper (d-scaling, d = {ds[-1]})": regime_rows(sc[-1]["config"], sc[-1]["c_b"])},
+                  regime=formal_regime(sw, regime_rows(sc[-1]["config"], sc[-1]["c_b"])))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,6 +141,7 @@ def _activation_scale(ctx, planted, positive):
        figures=("fg.hard_gap_vs_k",), prepare=sweep_prep)
 def granularity_sweep_check(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
+        _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
     sign = -1 if planted else 1
 

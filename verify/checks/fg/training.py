@@ -17,6 +17,7 @@ import numpy as np
 from sims.multiview.regimes import HEADLINE, at_horizon
 from sims.multiview.train import torch_threads
 from theory import multiview as mv
+from verify.checks.fg._judge import _finite, _ge, _increasing, _le, _loglog_slope, _one_thread, _within  # noqa: F401
 from verify.registry import Result, check
 
 
@@ -146,6 +147,27 @@ def regime_rows(cfg: dict, c_b: dict) -> list[dict]:
              "inside?": word.get(r["inside"], r["inside"])} for r in rows]
 
 
+def _sampler_verified(ctx) -> None:
+    """:func:`verify.checks.fg.model.sampler_verified` (a sampler bug fails the check reading the runs)."""
+    from verify.checks.fg.model import sampler_verified
+
+    sampler_verified(ctx)
+
+
+def formal_regime(sw: dict, extra_rows=()) -> dict:
+    """FG App B.3's conditions as one measured regime condition (verify.verdicts.outside_regime): every parameter the
+    paper fixes at this d inside its assumption, read off the headline run's regime table (and ``extra_rows``,
+    e.g. the d-sweep's); a run that does not hold outside them is a finding in that regime."""
+    st = sw["regimes"][HEADLINE]
+    e = st["by_k"][max(st["ks"])]
+    rows = list(regime_rows(e["config"], e["c_b"])) + list(extra_rows)
+    judged = [r for r in rows if r["inside?"] in ("inside", "OUTSIDE")]
+    out = sorted({r["parameter"] for r in judged if r["inside?"] == "OUTSIDE"}, key=lambda p: [r["parameter"] for r in judged].index(p))
+    return {"FG App B.3's conditions at this d (each parameter the paper fixes; the regime table in the details)": {
+        "measured": (f"{len(out)} of {len({r['parameter'] for r in judged})} parameters outside: {', '.join(out)}"
+                     if out else "every parameter inside"), "holds": not out}}
+
+
 def _regime_details(sw: dict) -> dict:
     out = {}
     for r, st in sw["regimes"].items():
@@ -153,53 +175,6 @@ def _regime_details(sw: dict) -> dict:
         e = st["by_k"][k]
         out[f"regime {r}{' (headline)' if r == HEADLINE else ''}"] = regime_rows(e["config"], e["c_b"])
     return out
-
-
-def _one_thread(fn):
-    """Run a check with one torch thread: its tensors are small, and two threads on a shared 2-core machine
-    spend most of their time waiting for each other (measured 10× slower)."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(ctx, planted):
-        with torch_threads(1 if str(ctx.device) == "cpu" else None):
-            return fn(ctx, planted)
-
-    return wrapper
-
-
-def _le(x: float, bound: float) -> float:
-    """Miss of ``x ≤ bound`` (x ≥ 0) in tolerance units: x / bound (≤ 1 exactly when it holds)."""
-    return float(x) / bound
-
-
-def _ge(x: float, bound: float) -> float:
-    """Miss of ``x ≥ bound`` (bound > 0): 2 − x/bound, floored at 0; ≤ 1 exactly when it holds, and one unit
-    per ``bound`` short of it."""
-    return max(0.0, 2.0 - float(x) / bound)
-
-
-def _within(x: float, lo: float, hi: float) -> float:
-    """Miss of ``lo ≤ x ≤ hi``: distance from the centre in half-widths (≤ 1 exactly inside)."""
-    return abs(float(x) - (lo + hi) / 2) / ((hi - lo) / 2)
-
-
-def _increasing(seq) -> float:
-    """Miss of 'strictly increasing': 0 when it is; else 1 + the largest drop relative to the mean level."""
-    seq = np.asarray(seq, float)
-    drops = -np.diff(seq)
-    if np.all(drops < 0):
-        return 0.0
-    return 1.0 + float(max(drops.max(), 0.0) / max(np.abs(seq).mean(), 1e-300))
-
-
-def _finite(m: float) -> float:
-    return float(m) if math.isfinite(m) else float("inf")
-
-
-def _loglog_slope(x, y) -> float:
-    x, y = np.log(np.asarray(x, float)), np.log(np.maximum(np.asarray(y, float), 1e-12))
-    return float(np.polyfit(x, y, 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -339,7 +314,7 @@ def _training_result(sw, misses, numbers, expected, claim: str, settling: dict |
                 f"runs: d = 64, seed 0): it holds for the headline's choices, not for the paper's regime as a whole")
     return Result(measured={r: {f"t={t}": n for t, n in numbers[r].items()} for r in numbers}, expected=expected,
                   holds=bool(hold), miss=_finite(miss), finding=finding, undecided=undecided,
-                  details={**details, **_regime_details(sw)})
+                  details={**details, **_regime_details(sw)}, regime=formal_regime(sw))
 
 
 @check("fg.coarse_training", equation="Thm 5.1 / E.1, Lemma E.8", kind="sim",
@@ -355,6 +330,7 @@ def _training_result(sw, misses, numbers, expected, claim: str, settling: dict |
        figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
 def coarse_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
+        _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
 
     def judge(st, t):
@@ -402,6 +378,7 @@ def fine_t0(entry: dict) -> int | None:
        figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
 def fine_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
+        _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
 
     def judge(st, t):
@@ -447,6 +424,7 @@ def fine_training(ctx, planted, positive=False):
        figures=("fg.detector_growth",), prepare=sweep_prep, cost=20)
 def growth_ratio(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
+        _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
         sw = shared_sweep(ctx.quick, ctx.device, ctx.seed)
 
     def judge(st, t):
