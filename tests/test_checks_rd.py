@@ -196,3 +196,18 @@ def test_positive_control_closed_forms_are_independent_and_right():
     assert np.allclose(rm.benettin_given(mats), logd.sum(0), atol=1e-10)
     m, s = C.lyap_closed_form(6)
     assert np.allclose(m, R.lyapunov_law(6), atol=1e-14) and np.allclose(s, R.lyapunov_law_sd(6), atol=1e-14)
+
+
+def test_mlp50_refutes_only_with_a_curve_whose_finding_survives_the_choices(monkeypatch):
+    """RD: exponential 'for both rank of Jacobian and intrinsic dimensions'. A curve that is not exponential refutes
+    only where that survives every modelling choice re-run; when none of the missing curves' findings survives, the
+    run is undecided (a finding about the choices), and the registry reports it."""
+    from verify.checks.rd import products as P
+    from verify.registry import Context
+
+    monkeypatch.setattr(P, "_mlp_sensitivity", lambda ctx, st, d: ({}, {"jac": False, "feat": False}))
+    r = P.mlp50_decay(Context(check_id="rd.mlp50_decay", quick=True), False)
+    assert not r.holds, r.measured  # quick: the rate ratios miss the ± 25 % band
+    assert r.undecided and r.undecided.startswith("'not exponential' does not survive"), r.undecided
+    monkeypatch.setattr(P, "_mlp_sensitivity", lambda ctx, st, d: ({}, {"jac": True, "feat": True}))
+    assert P.mlp50_decay(Context(check_id="rd.mlp50_decay", quick=True), False).undecided is None
