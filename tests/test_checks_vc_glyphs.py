@@ -177,13 +177,25 @@ def _points(vci, slope):
 
 
 @pytest.mark.parametrize("slope", [2.0, -2.0])
-def test_negative_control_fails_whatever_the_true_sign(slope):
+def test_the_controls_run_on_data_where_the_claim_holds(slope, monkeypatch):
+    """Both controls replace the measured accuracies by ones built so that MLOG rises with VCI (the claim holds by
+    construction, whatever the measured sign): the positive control holds there, and the negative control — the
+    same data with one group's accuracies recorded as error rates — fails there, so it says something about the
+    check rather than about the measured data."""
     vci = np.linspace(0.6, 0.7, 6)
     pts = {"tau": _points(vci, slope), "lambda": _points(vci, slope)}
-    groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), G.group_mlog(pts[g], flip=g == "lambda")) for g in pts}
-    assert not G.judge_transfer(groups)["holds"]
     honest = {g: (np.asarray([p["metrics"] for p in pts[g]]), G.group_mlog(pts[g])) for g in pts}
     assert G.judge_transfer(honest)["holds"] == (slope > 0)
+    built = G._constructed_groups(np.random.default_rng(0), honest)
+    assert G.judge_transfer(built)["holds"]
+    assert not G.judge_transfer(G._constructed_groups(np.random.default_rng(0), honest, "lambda"))["holds"]
+    for g in pts:
+        for p in pts[g]:
+            p["seconds"] = 1.0
+    monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    ctx = _ctx("vc.transfer_correlation")
+    assert not G.transfer_correlation(ctx, True).holds
+    assert G.transfer_correlation(ctx, False, positive=True).holds
 
 
 def test_a_negative_correlation_on_one_seed_is_reported_not_refuted(monkeypatch):

@@ -293,13 +293,10 @@ def r_crit(n: int, alpha: float = ALPHA) -> float:
     return t / math.sqrt(n - 2 + t * t)
 
 
-def group_mlog(points, flip: bool = False) -> np.ndarray:
-    """Eq 6 for each network through theory.collapse.mlog; ``flip``: the planted bug, error rates for accuracies
-    (applied to the λ group only: one group's accuracy column recorded as errors)."""
+def group_mlog(points) -> np.ndarray:
+    """Eq 6 for each network through theory.collapse.mlog (checked against Eq 6 written out)."""
     down = np.asarray([p["p_downstream"] for p in points], float)
     pre = np.asarray([p["p_pretrain"] for p in points], float)
-    if flip:
-        down, pre = 1 - down, 1 - pre
     return mlog_checked(down, pre)
 
 
@@ -324,8 +321,10 @@ def paper_correlations() -> dict:
             for g, T in (("tau", PAPER_TAU), ("lambda", lam))}
 
 
-def _constructed_groups(rng, groups):
-    """Positive control: the measured metrics, with downstream accuracies built so MLOG rises with VCI."""
+def _constructed_groups(rng, groups, errors_for: str | None = None):
+    """The controls' data: the measured metrics, with downstream accuracies built so MLOG rises with VCI (the claim
+    holds by construction). ``errors_for``: the negative control's mistake in that group — its accuracy columns
+    recorded as error rates (1 − p passed to Eq 6)."""
     out = {}
     for g, (M, _) in groups.items():
         v = M[:, 0]
@@ -333,6 +332,8 @@ def _constructed_groups(rng, groups):
         pre = np.full(len(v), 0.8)
         logit = np.log(0.8 / 0.2) + 0.5 * zv[:, None] + 0.05 * rng.normal(size=(len(v), pt.N_TASKS))
         down = 1 / (1 + np.exp(-logit))
+        if g == errors_for:
+            down, pre = 1 - down, 1 - pre
         out[g] = (M, np.asarray(vc.mlog(down, pre)))
     return out
 
@@ -372,9 +373,9 @@ SENSITIVITY_SEED = 0
                      f"a claim about the networks: it needs ≥ {REFUTE_MIN_SEEDS} seeds (a full run has {TRANSFER_SEEDS}; "
                      "a replication is 11 trainings; the registry's rule: every seed holds → pass, none → refuted, "
                      "some → reported); a refutation also needs the λ group to realise VC's intervention (regime)",
-    negative_control="the λ group's MLOG formed from error rates instead of accuracies (1 − p passed to Eq 6: one "
-                     "group's accuracy column recorded as errors, the sign of its log-odds flipped), through the same "
-                     "mlog and correlation: VCI's r then has opposite signs in the two groups whatever the truth",
+    negative_control="on the positive control's data (MLOG rising with VCI by construction, where the claim holds), "
+                     "the λ group's MLOG formed from error rates instead of accuracies (1 − p passed to Eq 6: one "
+                     "group's accuracy columns recorded as errors), through the same mlog, correlation and threshold",
     positive_control="the measured metrics with downstream accuracies constructed so that MLOG rises with VCI "
                      "(logit = logit(0.8) + 0.5·z(VCI) + noise), through the same mlog, Pearson r and threshold",
     figures=("vc.glyph_transfer_correlation",), prepare=gp.transfer(TRANSFER_SEEDS), cost=5,
@@ -382,13 +383,12 @@ SENSITIVITY_SEED = 0
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
     pts = ve.transfer_grid(ctx.quick, ctx.seed, ctx.device)
-    groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), group_mlog(pts[g], flip=planted and g == "lambda"))
-              for g in pts}
-    if positive:
-        groups = _constructed_groups(ctx.rng("positive"), groups)
+    groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), group_mlog(pts[g])) for g in pts}
+    if positive or planted:  # both controls on data where the claim holds by construction; the negative one with
+        groups = _constructed_groups(ctx.rng("positive"), groups, "lambda" if planted else None)  # its mistake
     v = judge_transfer(groups)
     accs = [float(p["p_pretrain"]) for g in pts for p in pts[g]]
-    trained = min(accs) >= pt.MIN_ACC or positive
+    trained = min(accs) >= pt.MIN_ACC or positive or planted
     holds = bool(v["holds"] and trained)
     miss = v["miss"] if trained else max(v["miss"], pt.MIN_ACC / max(min(accs), 1e-9), 1.0 + 1e-9)
     grids = {"tau": ve.TAU_GRID[bool(ctx.quick)], "lambda": ve.LAMBDA_GRID[bool(ctx.quick)]}
