@@ -383,3 +383,19 @@ def test_cls_dim_slips_are_a_fail(stand_in, monkeypatch, slip):
         expect = "not the smallest k"
     out = run_quick("rd.cls_dim")
     assert out.status == "fail" and expect in (out.error or ""), (out.status, out.error)
+
+
+def test_cls_dim_negative_control_is_eighs_ascending_order():
+    """rd.cls_dim's negative control: the principal directions in np.linalg.eigh's ascending order. On features of
+    rank 3 in 40 dimensions the true ClsDim is ≤ 3 and the reversed order needs the top directions last (k ≥ 38);
+    the cached ProjectedClassifier is not modified."""
+    from sims.real import analysis as A
+    from verify.checks.real.trained_networks import ascending_order
+
+    rng = np.random.default_rng(0)
+    F = (rng.normal(size=(400, 3)) * [5, 3, 2]) @ rng.normal(size=(3, 40)) + 1e-3 * rng.normal(size=(400, 40))
+    pc = A.ProjectedClassifier(F[:200], F[200:], rng.normal(size=(10, 40)), np.zeros(10))
+    Z0 = pc.Z.copy()
+    assert A.cls_dim(pc)["cls_dim"] <= 3
+    assert A.cls_dim(ascending_order(pc))["cls_dim"] >= 38
+    assert np.array_equal(pc.Z, Z0) and np.all(np.diff(pc.eigvals) <= 0)

@@ -353,7 +353,7 @@ def cls_dim_plain_check(pc, r: dict, thr: float, F_fit, F_test, d: dict, test, p
                          f"(agreement {agree(k):.4f} at k, {agree(k - 1) if k > 1 else float('nan'):.4f} at k − 1)")
 
 
-def _cls(pc, labels, planted, rng):
+def _cls(pc, labels):
     """ClsDim against the true labels (threshold 0.95 × full accuracy) or the full model's predictions."""
     if labels is None:
         against, thr = pc.y_full, CLS_THRESHOLD
@@ -361,9 +361,17 @@ def _cls(pc, labels, planted, rng):
         against, thr = labels, CLS_THRESHOLD * float(np.mean(pc.y_full == labels))
         if thr <= 0:  # the full model is never right: ClsDim of the accuracy is undefined; use agreement
             against, thr = pc.y_full, CLS_THRESHOLD
-    if planted:
-        against = rng.permutation(against)
     return A.cls_dim(pc, thr, against=against), thr
+
+
+def ascending_order(pc):
+    """The negative control's mistake: the principal directions in ``np.linalg.eigh``'s ascending order (the k
+    smallest-variance directions taken as the top k), on a copy of ``pc``."""
+    import copy
+
+    bug = copy.copy(pc)
+    bug.eigvals, bug.Z, bug.V = pc.eigvals[::-1], pc.Z[:, ::-1], pc.V[::-1]
+    return bug
 
 
 @check(
@@ -374,8 +382,8 @@ def _cls(pc, labels, planted, rng):
                      "below the sample bound N − 1 (above it the projection is exact and the number says nothing). "
                      "Glyph networks (default): PCA on the training faces' aug_test features, accuracy against the "
                      "true code points on the held-out faces; d = 128",
-    negative_control="shuffled targets: the projected classifier is scored against a permutation of the labels "
-                     "(or of the full model's predictions), so no k reaches the threshold",
+    negative_control="the principal directions taken in np.linalg.eigh's ascending order (the k smallest-variance "
+                     "directions as 'the top k' of Pro_k), the rest unchanged",
     positive_control="planted features of rank 3 (plus 1e-3 noise) in 40 dimensions: ClsDim ≤ 3",
     figures=("rd.glyph_layer_ranks",), prepare=_glyph_nets, cost=10,
 )
@@ -389,7 +397,6 @@ def cls_dim_check(ctx, planted, positive=False):
     then a held-out agreement (PCA on one half, scored on the other) reported. Also reported on the glyphs: RD's
     per-layer rank curve (PCA dimension of every stage, sims.glyphs.dependencies.layer_ranks).
     """
-    rng = ctx.rng("shuffle")
     if positive:
         prng = np.random.default_rng(ctx.seed)
         Z = prng.normal(size=(400, 3)) * [5, 3, 2]
@@ -408,7 +415,9 @@ def cls_dim_check(ctx, planted, positive=False):
         else:
             _SOLVED[key] = pc
     pc = pc if positive else _SOLVED[key]
-    r, thr = _cls(pc, None if d["labels"] is None else d["labels"][test], planted, rng)
+    if planted:
+        pc = ascending_order(pc)
+    r, thr = _cls(pc, None if d["labels"] is None else d["labels"][test])
     k = r["cls_dim"]
     n = len(fit)
     if not planted:
