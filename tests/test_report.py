@@ -144,3 +144,22 @@ def test_a_shared_computation_is_one_piece_of_evidence_in_every_summary():
     assert report.summary_record([a, b], {})["meta"]["shared_evidence"] == {
         "rd.independence_deficit": "nd.table1_metrics"}
     assert report.shared_text([a]) == ""
+
+
+def test_claims_judged_on_shared_runs_are_listed():
+    """Checks that judge different claims on the same runs (``reads``) keep their verdicts, and the summary and
+    report.json say which verdicts rest on the same runs; a run read by one check alone is not listed."""
+    mk = lambda cid, reads: Outcome(id=cid, paper="FG", equation="-", kind="sim", statement="s", status="pass",  # noqa: E731
+                                    reads=reads)
+    outs = [mk("fg.coarse_training", "the sweep"), mk("fg.fine_training", "the sweep"), mk("x.y", "its own runs"),
+            mk("x.z", None)]
+    assert "claims judged on shared runs: 2 on the sweep" in report.shared_text(outs)
+    assert "its own runs" not in report.shared_text(outs)
+    assert report.summary_record(outs, {})["meta"]["shared_runs"] == {
+        "the sweep": ["fg.coarse_training", "fg.fine_training"]}
+    from verify import registry
+
+    checks = registry.discover()
+    fg = [c for c in checks.values() if c.reads and "FG training sweep" in c.reads]
+    assert {c.id for c in fg} == {"fg.coarse_training", "fg.fine_training", "fg.growth_ratio",
+                                  "fg.activation_scale", "fg.granularity_sweep"}

@@ -153,6 +153,7 @@ class Check:
     prepare: Callable[[Context], list] | None = None
     cost: float = 1.0
     shares: str | None = None
+    reads: str | None = None
 
     def preparations(self, ctx: Context) -> list:
         """``prepare(ctx)``: the cached computations (:class:`verify.parallel.Prep`) a parallel run does first."""
@@ -196,12 +197,10 @@ class Outcome:
     artifacts: list = dataclasses.field(default_factory=list)
     figures: tuple = ()
     error: str | None = None
-    missing_dependency: str | None = None
-    """Skipped: what is not installed, e.g. "scikit-image (module skimage)"."""
-    install: str | None = None
-    """Skipped: the command that installs it (e.g. "pip install 'theorylab[real]'")."""
-    shares: str | None = None
-    """The id whose computation this check's judged data also are (one piece of evidence, counted there)."""
+    missing_dependency: str | None = None  # skipped: what is not installed, e.g. "scikit-image (module skimage)"
+    install: str | None = None  # skipped: the command that installs it (e.g. "pip install 'theorylab[real]'")
+    shares: str | None = None  # the id whose computation this check's judged data also are (one piece of evidence)
+    reads: str | None = None  # the shared runs this check's claim is judged on (other checks read them too)
     readings: dict | None = None
     """Other readings of the claim, each a verdict line (the first seed's :attr:`Result.readings`)."""
     regime: dict | None = None
@@ -286,6 +285,7 @@ def check(
     prepare: Callable[[Context], list] | None = None,
     cost: float | None = None,
     shares: str | None = None,
+    reads: str | None = None,
 ):
     """Register ``compare(ctx, planted) -> Result`` as the check for catalog id ``id``.
 
@@ -298,8 +298,8 @@ def check(
     with ``--jobs N`` computes ahead of it in parallel (:mod:`verify.parallel`); ``cost`` is the check's seconds
     in a full run once those are done (2-core machine), used only to start the longest checks first (default 1).
     ``shares``: the id of a check whose computation this one's judged data are too (e.g. the same logits' second
-    moment): the two are one piece of evidence, and the report counts it once.
-    """
+    moment): the two are one piece of evidence, and the report counts it once. ``reads``: runs several checks judge
+    their own claims on (one training sweep): the report lists the verdicts that rest on the same runs."""
     if kind not in KINDS:
         raise ValueError(f"check {id}: kind {kind!r} is not one of {KINDS}")
     if seeds is not None and (not isinstance(seeds, int) or seeds < 1):
@@ -347,6 +347,7 @@ def check(
             prepare=prepare,
             cost=1.0 if cost is None else float(cost),
             shares=shares,
+            reads=reads,
         )
         return fn
 
@@ -389,7 +390,7 @@ def run_check(chk: Check, ctx: Context) -> Outcome:
         id=chk.id, paper=chk.paper, equation=chk.equation, kind=chk.kind, statement=chk.statement,
         status="fail", tolerance=chk.tolerance, tolerance_reason=chk.tolerance_reason,
         negative_control=chk.negative_control, erratum=chk.erratum, figures=chk.figures,
-        positive_control=chk.positive_control, shares=chk.shares,
+        positive_control=chk.positive_control, shares=chk.shares, reads=chk.reads,
     )
     t0 = time.perf_counter()
     try:

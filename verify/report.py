@@ -128,7 +128,8 @@ def write_ndjson(path: Path, objs) -> None:
 def summary_record(outcomes: list[Outcome], meta: dict) -> dict:
     """report.json without its checks: ``meta`` (with the controls' class counts) and ``summary``."""
     return {"meta": dict(meta, controls=controls(outcomes)["counts"],
-                         shared_evidence={o.id: o.shares for o in outcomes if o.shares}),
+                         shared_evidence={o.id: o.shares for o in outcomes if o.shares},
+                         shared_runs=shared_runs(outcomes)),
             "summary": summarize(outcomes)}
 
 
@@ -146,13 +147,28 @@ def text_table(rows: list[list[str]], header: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def shared_runs(outcomes: list[Outcome]) -> dict:
+    """{runs: [ids]} for runs that more than one check judges its own claim on (``Outcome.reads``)."""
+    out: dict = {}
+    for o in outcomes:
+        if o.reads:
+            out.setdefault(o.reads, []).append(o.id)
+    return {k: v for k, v in out.items() if len(v) > 1}
+
+
 def shared_text(outcomes: list[Outcome]) -> str:
-    """" (X shares Y's computation: …)" for checks whose verdict is not a second piece of evidence, else ""."""
+    """" (X shares Y's computation: …; claims judged on shared runs: …)" for checks whose verdict is not a second
+    piece of evidence and for verdicts that rest on the same runs, else ""."""
     shared = [o for o in outcomes if o.shares]
-    if not shared:
-        return ""
-    return (" (" + "; ".join(f"{o.id} shares {o.shares}'s computation" for o in shared)
-            + f": {len(outcomes) - len(shared)} independent pieces of evidence)")
+    runs = shared_runs(outcomes)
+    parts = []
+    if shared:
+        parts.append("; ".join(f"{o.id} shares {o.shares}'s computation" for o in shared)
+                     + f": {len(outcomes) - len(shared)} independent pieces of evidence")
+    if runs:
+        parts.append("claims judged on shared runs: "
+                     + "; ".join(f"{len(ids)} on {name}" for name, ids in runs.items()))
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def summary_line(outcomes: list[Outcome], meta: dict) -> str:
@@ -295,6 +311,8 @@ def _md_check(o: Outcome, figures: dict, shown: set) -> list[str]:
         md.append(f"- **error**: `{o.error}`")
     if o.shares:
         md.append(f"- **evidence shared** with `{o.shares}`: the same computation, one piece of evidence")
+    if o.reads:
+        md.append(f"- **runs shared**: judged on {o.reads}, which other checks read for their own claims")
     if o.regime:
         md.append("- the paper's stated conditions, measured here:")
         md += [f"  - {k}: {'met' if v['holds'] else '**not met**'} (measured: {fmt(v.get('measured'))})"

@@ -237,6 +237,7 @@ def pool_step(per_net, k):
                      "the hard classes; finer levels: a one-hot of the code point; plus noise), through the same "
                      "linear probe and judge",
     figures=("fg.glyph_granularity",), prepare=gp.granularity(NETS), cost=10,
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
 )
 def label_granularity(ctx, planted, positive=False):
     """FG Sec 1 / Fig 2 on glyph LeNets pretrained along a four-level ladder (module doc), networks pooled."""

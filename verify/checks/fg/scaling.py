@@ -11,7 +11,7 @@ from sims.multiview.regimes import HEADLINE
 from sims.multiview.train import torch_threads
 from verify.checks.fg.training import (SETTLE_TOL, _about, _finite, _ge, _increasing, _loglog_slope, _per_horizon,
                                        _sampler_verified, _sensitivity, _settling, _training_result, _within,
-                                       formal_regime, regime_rows, shared_sweep, sweep_prep)
+                                       formal_regime, regime_rows, shared_sweep, sweep_prep, SWEEP_RUNS)
 from verify.registry import Result, check
 
 
@@ -29,7 +29,8 @@ from verify.registry import Result, check
        negative_control="the impartial representation of t = 0 claimed at the end (ratio within 1 ± 0.25)",
        positive_control="the same comparison on responses built to follow Eq 10–11 exactly: common/subclass ratio "
                         "k/2 at each k, common response ∝ log d at each d (the sweep's own k and d)",
-       figures=("fg.detector_growth",), prepare=sweep_prep)
+       figures=("fg.detector_growth",), prepare=sweep_prep,
+       reads=SWEEP_RUNS)
 def activation_scale(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         return _activation_scale(ctx, planted, positive)
@@ -138,7 +139,8 @@ def _activation_scale(ctx, planted, positive):
                         "0.08 and 0.1 are ≥ 2 SE",
        negative_control="the coarse and fine hard errors swapped (the claim that coarse training is the better one)",
        positive_control="the same comparison on gaps built to follow Thm 5.1 vs 5.2 (gap 0.05·k at every t and d)",
-       figures=("fg.hard_gap_vs_k",), prepare=sweep_prep)
+       figures=("fg.hard_gap_vs_k",), prepare=sweep_prep,
+       reads=SWEEP_RUNS)
 def granularity_sweep_check(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once

@@ -96,6 +96,10 @@ def sweep_prep(ctx) -> list:
                  str(ctx.device), seeds, cost=20 if ctx.quick else 700)]
 
 
+#: What the FG training checks read (``@check(reads=...)``): one sweep, each check judging its own claim on it.
+SWEEP_RUNS = "the FG training sweep (verify/checks/fg/training.py: shared_sweep)"
+
+
 def shared_sweep(quick: bool, device="cpu", seed: int = 0) -> dict:
     """The FG training runs shared by the fg training checks, for one seed (``ctx.seed``).
 
@@ -327,7 +331,8 @@ def _training_result(sw, misses, numbers, expected, claim: str, settling: dict |
                         "easy-sample error read as the hard-sample error and vice versa)",
        positive_control="the same comparison on numbers built to satisfy Thm 5.1 (loss 0.01, easy 0, hard 0.5 at "
                         "every horizon)",
-       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
+       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20,
+       reads=SWEEP_RUNS)
 def coarse_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
@@ -375,7 +380,8 @@ def fine_t0(entry: dict) -> int | None:
                         "its hard error is Ω(1)); the coarse network has no fine task, so that condition is left out",
        positive_control="the same comparison on numbers built to satisfy Thm 5.2 (easy 0, hard 0.01, fine 0.02, T₀ at "
                         "the first horizon)",
-       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20)
+       figures=("fg.test_error_curves",), prepare=sweep_prep, cost=20,
+       reads=SWEEP_RUNS)
 def fine_training(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once
@@ -421,7 +427,8 @@ def fine_training(ctx, planted, positive=False):
        erratum="Sec 5.2 says common and subclass detectors 'grow alike' under fine labels; Lemma G.2 gives the common "
                "detector [1/4, 2/3] of the subclass detector's rate (its logit factor is ≤ 3/(4k) of the other "
                "subclasses), so the fine ratio is a k-independent constant below 1, not ≈ 1; checked in that form",
-       figures=("fg.detector_growth",), prepare=sweep_prep, cost=20)
+       figures=("fg.detector_growth",), prepare=sweep_prep, cost=20,
+       reads=SWEEP_RUNS)
 def growth_ratio(ctx, planted, positive=False):
     with torch_threads(1 if str(ctx.device) == "cpu" else None):
         _sampler_verified(ctx)  # before the runs: a sampler bug fails the check at once

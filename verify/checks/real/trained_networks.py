@@ -37,6 +37,8 @@ IMAGENET_ENV = "THEORYLAB_IMAGENET_VAL"
 #: Full runs: seed s judges the glyph network lenet-s<s> (issue 36 §3: ≥ 3 networks for a claim about networks); on an ImageNet
 #: folder a seed only redraws the random half split.
 REAL_SEEDS = GLYPH_SEEDS
+#: What these checks read without an ImageNet folder (``@check(reads=...)``): each judges its own claim on them.
+GLYPH_RUNS = "the glyph networks lenet-s0, -s1, -s2 (held-out faces)"
 SENS = "sensitivity: the verdict with each open choice moved (median columns, miss in tolerance units)"
 
 _SOLVED: dict = {}
@@ -250,7 +252,7 @@ def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=No
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: "
                      "a bias-only logit, so a centred covariance fails it; a shared per-image offset, so an error "
                      "relative to |f| could not fail)",
-    figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"), prepare=_glyph_nets, cost=30,
+    figures=("nd.glyph_support_vs_error", "nd.glyph_between_networks"), prepare=_glyph_nets, cost=30, reads=GLYPH_RUNS,
 )
 @_one_blas_thread
 def table1_metrics(ctx, planted, positive=False):
@@ -280,6 +282,7 @@ def table1_metrics(ctx, planted, positive=False):
                      "nonzero classifier bias b (up to ±3, deciding some argmaxes): a dropped or double-counted bias "
                      "fails the plain recomputation",
     figures=("nd.glyph_support_vs_error",), prepare=_glyph_nets, cost=30, shares="nd.table1_metrics",
+    reads=GLYPH_RUNS,
 )
 @_one_blas_thread
 def independence_deficit(ctx, planted, positive=False):
@@ -385,7 +388,7 @@ def ascending_order(pc):
     negative_control="the principal directions taken in np.linalg.eigh's ascending order (the k smallest-variance "
                      "directions as 'the top k' of Pro_k), the rest unchanged",
     positive_control="planted features of rank 3 (plus 1e-3 noise) in 40 dimensions: ClsDim ≤ 3",
-    figures=("rd.glyph_layer_ranks",), prepare=_glyph_nets, cost=10,
+    figures=("rd.glyph_layer_ranks",), prepare=_glyph_nets, cost=10, reads=GLYPH_RUNS,
 )
 @_one_blas_thread
 def cls_dim_check(ctx, planted, positive=False):

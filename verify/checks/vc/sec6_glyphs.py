@@ -199,6 +199,7 @@ def _null(r) -> dict:
     positive_control="Gaussian class clusters whose within-class spread shrinks over four checkpoints (VCI and "
                      "fuzziness fall by construction), metrics through the same theory.collapse calls and judge",
     figures=("vc.glyph_collapse_curves",), prepare=gp.collapse(3), cost=5,
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
 )
 def training_collapse(ctx, planted, positive=False):
     """VC Sec 6.2 on one seed's τ = 1, λ = 0 glyph LeNet (module doc)."""
@@ -379,6 +380,7 @@ SENSITIVITY_SEED = 0
     positive_control="the measured metrics with downstream accuracies constructed so that MLOG rises with VCI "
                      "(logit = logit(0.8) + 0.5·z(VCI) + noise), through the same mlog, Pearson r and threshold",
     figures=("vc.glyph_transfer_correlation",), prepare=gp.transfer(TRANSFER_SEEDS), cost=5,
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
 )
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
