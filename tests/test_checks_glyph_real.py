@@ -50,7 +50,7 @@ def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int =
 @pytest.fixture
 def stand_in(monkeypatch):
     from sims.glyphs import dependencies as GD
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
     from verify.checks._shared import glyph_real as G
     from verify.checks.real import trained_networks as R
 
@@ -210,7 +210,7 @@ def test_new_categories_combines_its_two_lines():
 
 
 def test_suite_names_and_class_sets():
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
 
     assert len(suite.class_set("all")) == 1000 and len(suite.class_set("base")) == 900
     assert set(suite.class_set("base")) | set(suite.class_set("new")) == set(suite.class_set("all"))

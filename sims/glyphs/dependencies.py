@@ -21,7 +21,7 @@ import threading
 import numpy as np
 
 from sims.cache import cached
-from sims.glyphs import suite
+from sims.glyphs import networks as suite
 from sims.glyphs.features import features
 from sims.threads import single_threaded
 from theory.stats import mean_se

@@ -29,7 +29,7 @@ def suite_nets(*names, outputs: bool = False, ranks: bool = False):
     their per-layer ranks (layer_ranks), each after its network."""
     def prepare(ctx, seeds=1):
         from sims.glyphs import dependencies as GD
-        from sims.glyphs import suite
+        from sims.glyphs import networks as suite
 
         out = []
         for k in range(seeds):

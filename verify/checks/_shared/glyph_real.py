@@ -70,7 +70,7 @@ def either(*reasons):
 
 def precondition(ctx, names) -> dict:
     """suite.precondition of each named network; ``ok`` when every one is trained enough for a verdict."""
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
 
     pre = {n: suite.precondition(n, ctx.quick, ctx.device) for n in names}
     bad = [p["reason"] for p in pre.values() if not p["trained"]]
@@ -86,7 +86,7 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
     ``features``, ``W``, ``b``, ``labels`` (true output indices), fit rows then test rows with ``split`` = (fit,
     test), ``names``, ``cats`` (a seeded draw of target categories), ``inputs``, ``precondition``."""
     from sims.glyphs import dependencies as GD
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
 
     seed = ctx.seed if seed is None else seed
     name = net_name(seed)
@@ -214,7 +214,7 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
     rows = between_rows(ctx, f_fit["logits"], g_fit["logits"], Ft, g_te["logits"], g_te["labels"],
                         [int(c) for c in cats], False, names=f_te["names"])
     t = judge_table1(rows)
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
 
     ex = between_scan(f_fit["logits"], g_fit["logits"], g_fit["labels"], Ft, g_te["logits"], g_te["labels"],
                       twins=twin_outputs(suite.task(ctx.quick), f_te.get("label_values")))
@@ -301,7 +301,7 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
     on the fit rows, or categories with a homoglyph twin in the task (``homoglyph_groups(0.75)``: a sibling that
     looks alike, as ImageNet's similar classes; the paper shows chosen illustrations), instead of a random draw;
     the other seed's network is the check's second seed. Returns {choice: {medians, miss}}."""
-    from sims.glyphs import suite
+    from sims.glyphs import networks as suite
 
     fit, test = d["split"]
     y = d["labels"]
