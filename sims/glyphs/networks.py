@@ -24,13 +24,13 @@ the trainer's AdamW 2·10⁻³ with warm-up + cosine, τ = 1, λ = 0, data_seed 
 32×32, DejaVu Serif held out as test faces); quick: :data:`TASKS` ``['suite'][True]`` (the 100 code points of
 highest coverage):
 
-=================  ======  =========  ========  ======  =====  ===================================
-name               arch    class set  per cl.   epochs  batch  required held-out accuracy (face, aug)
-=================  ======  =========  ========  ======  =====  ===================================
-lenet-s0, -s1, -s2 lenet   all        24        8       256    ≥ 0.30, ≥ 0.35
-lenet-base-s0      lenet   base       24        8       256    ≥ 0.30, ≥ 0.35
-(quick) the same   lenet   100 / 90   16        6       128    ≥ 0.40, ≥ 0.40
-=================  ======  =========  ========  ======  =====  ===================================
+====================  ======  =========  ========  ======  =====  ===================================
+name                  arch    class set  per cl.   epochs  batch  required held-out accuracy (face, aug)
+====================  ======  =========  ========  ======  =====  ===================================
+lenet-s0, -s1, -s2    lenet   all        24        8       256    ≥ 0.30, ≥ 0.35
+lenet-base-s0         lenet   base       24        8       256    ≥ 0.30, ≥ 0.35
+(quick) the same      lenet   100 / 90   16        6       128    ≥ 0.40, ≥ 0.40
+====================  ======  =========  ========  ======  =====  ===================================
 
 Class sets (:func:`class_set`): ``all`` = every class; ``base`` = the classes k with k mod 10 ≠ 9; ``new`` = k mod
 10 = 9. Held out: ``aug_test`` and ``face_test``, EVAL_PER_CLASS images per class, seed EVAL_SEED.
