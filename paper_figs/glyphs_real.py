@@ -1,4 +1,4 @@
-"""Figures of ND / RD on the glyph networks trained here (sims/glyphs/suite.py; docs/real.md, "The glyph networks").
+"""Figures of ND / RD on the glyph networks trained here (sims/glyphs/networks.py; docs/real.md, "The glyph networks").
 
 * ``nd.glyph_support_vs_error`` (ND Tab 1 / Sec 2.1): held-out relative error and positive accuracy of the replaced
   logit against the support, along the exact CovLasso path, for the target categories of ``lenet-s0``;

@@ -50,7 +50,7 @@ def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int =
 @pytest.fixture
 def stand_in(monkeypatch):
     from sims.glyphs import dependencies as GD
-    from sims.glyphs import suite
+    from sims.glyphs import networks
     from verify.checks._shared import glyph_real as G
     from verify.checks.real import trained_networks as R
 
@@ -65,8 +65,8 @@ def stand_in(monkeypatch):
         return {"trained": ok, "face_test_all": state.get("face_test_all", 1.0), "aug_test": 0.9 if ok else 0.01,
                 "face_test": {}, "required": {}, "reason": f"{name}: stand-in" + ("" if ok else ": NOT trained")}
 
-    monkeypatch.setattr(suite, "precondition", pre)
-    monkeypatch.setattr(suite, "task", lambda quick=False: type("T", (), {"homoglyph_groups": lambda self, f=1.0: []})())
+    monkeypatch.setattr(networks, "precondition", pre)
+    monkeypatch.setattr(GD, "task", lambda quick=False: type("T", (), {"homoglyph_groups": lambda self, f=1.0: []})())
     monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)
     G._DATA.clear()
     R._SOLVED.clear()
@@ -210,16 +210,17 @@ def test_new_categories_combines_its_two_lines():
 
 
 def test_suite_names_and_class_sets():
-    from sims.glyphs import suite
+    from sims.glyphs import networks as nw
 
-    assert len(suite.class_set("all")) == 1000 and len(suite.class_set("base")) == 900
-    assert set(suite.class_set("base")) | set(suite.class_set("new")) == set(suite.class_set("all"))
-    assert len(suite.class_set("all", True)) == 100 and len(suite.class_set("base", True)) == 90
-    assert suite.task_config(True).n_classes == 100 and suite.train_kwargs("lenet-s0", True)["classes"] is None
-    assert suite.train_kwargs("lenet-s0")["classes"] is None
-    assert suite.spec("resnet-s2").arch == "resnet" and suite.spec("resnet-s2").seed == 2
+    assert len(nw.class_set("all")) == 1000 and len(nw.class_set("base")) == 900
+    assert set(nw.class_set("base")) | set(nw.class_set("new")) == set(nw.class_set("all"))
+    assert len(nw.class_set("all", True)) == 100 and len(nw.class_set("base", True)) == 90
+    assert nw.task_config("suite", True).n_classes == 100
+    assert nw.record("lenet-s0", True).train_kwargs()["classes"] is None
+    assert nw.record("lenet-s0").train_kwargs()["classes"] is None
+    assert nw.record("resnet-s2").arch == "resnet" and nw.record("resnet-s2").seed == 2
     with pytest.raises(ValueError, match="not a suite network"):
-        suite.spec("vgg-s0")
+        nw.record("vgg-s0")
 
 
 @pytest.mark.slow

@@ -225,7 +225,7 @@ def test_cls_dim_on_planted_low_dimensional_features():
 @pytest.mark.slow
 @pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.cls_dim", "rd.independence_deficit"])
 def test_real_checks(cid, monkeypatch):
-    """Without THEORYLAB_IMAGENET_VAL the checks judge the glyph networks (sims/glyphs/suite.py; quick: 100 code
+    """Without THEORYLAB_IMAGENET_VAL the checks judge the glyph networks (sims/glyphs/networks.py; quick: 100 code
     points): pass or refuted with their controls, never the photographs' 'reported' (tests/test_checks_glyph_real.py
     has the cheap tests on stand-in networks)."""
     monkeypatch.delenv("THEORYLAB_IMAGENET_VAL", raising=False)

@@ -1,9 +1,10 @@
-"""ND / RD experiments on the suite's glyph networks (:mod:`sims.glyphs.suite`): held-out outputs, per-layer ranks,
-and ND Sec 3.2's new categories learnt as combinations of a base network's logits.
+"""ND / RD experiments on the suite's glyph networks (the registry :mod:`sims.glyphs.networks`, family ``suite``):
+the suite's task and shared held-out images, held-out outputs, per-layer ranks, and ND Sec 3.2's new categories
+learnt as combinations of a base network's logits.
 
 Held-out data (fixed before any verdict was looked at):
 
-* ``FIT_SPLIT`` = ``aug_test``: the training faces under fresh augmentation draws (``suite.EVAL_SEED``), never the
+* ``FIT_SPLIT`` = ``aug_test``: the training faces under fresh augmentation draws (``networks.EVAL_SEED``), never the
   training images themselves. Second moments (ND Eq 2), PCA bases (RD Eq 6) and CovLasso fits use these rows: they
   stand for p_data as the network was trained on it;
 * ``TEST_SPLIT`` = ``face_test``: the DejaVu Serif family, never seen in training. Errors and accuracies (against
@@ -21,7 +22,8 @@ import threading
 import numpy as np
 
 from sims.cache import cached
-from sims.glyphs import suite
+from sims.glyphs import glyph_task
+from sims.glyphs import networks as nw
 from sims.glyphs.features import features
 from sims.threads import single_threaded
 from theory.stats import mean_se
@@ -42,6 +44,21 @@ _MEMO: dict = {}
 _LOCK = threading.RLock()
 
 
+def task(quick: bool = False):
+    """The suite's task (networks.TASKS['suite']): 1000 code points, 100 in quick mode."""
+    return glyph_task(nw.task_config("suite", quick))
+
+
+def eval_images(split: str, quick: bool = False):
+    """The suite's shared held-out images ``(X, y fine, face)`` of a split (numpy, memoised: networks.images):
+    EVAL_PER_CLASS images per class, seed EVAL_SEED; quick: the quick classes."""
+    return nw.images(nw.task_config("suite", quick), split, nw.EVAL_PER_CLASS[bool(quick)], nw.EVAL_SEED)
+
+
+def _train_kwargs(name: str, quick: bool) -> dict:
+    return nw.record(name, quick).train_kwargs()
+
+
 @_one_thread
 def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dict:
     """float64 logits, features, W, b of the named network on the shared held-out images of ``split``, restricted to
@@ -51,8 +68,8 @@ def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dic
     key = (name, bool(quick), split, str(device), layers)
     with _LOCK:
         if key not in _MEMO:
-            net = suite.net(name, quick, device)
-            X, y, face = suite.eval_images(split, quick)
+            net = nw.net(name, quick, device)
+            X, y, face = eval_images(split, quick)
             keep = np.isin(y, net.classes)
             if layers is None:
                 Fx = np.asarray(cached_features(name, quick, split, device)["features"], np.float64)
@@ -64,7 +81,7 @@ def outputs(name: str, quick: bool, split: str, device=None, layers=None) -> dic
             values = np.asarray(net.label_values)
             out["labels"] = np.searchsorted(values, y[keep]).astype(np.int64)
             out["y_fine"], out["face"] = y[keep], face[keep]
-            all_names = suite.task(quick).label_names("fine")
+            all_names = task(quick).label_names("fine")
             out["names"] = [str(all_names[int(v)]) for v in values]
             out["label_values"] = values
             _MEMO[key] = out
@@ -78,12 +95,12 @@ def cached_features(name: str, quick: bool, split: str, device=None) -> dict:
     from sims.glyphs.train import resolve_device
 
     q = bool(quick)
-    params = {"net": suite.train_kwargs(name, q), "task": str(suite.task_config(q)), "split": split,
-              "eval": suite.EVAL_PER_CLASS[q], "eval_seed": suite.EVAL_SEED, "device": resolve_device(device).type}
+    params = {"net": _train_kwargs(name, q), "task": str(nw.task_config("suite", q)), "split": split,
+              "eval": nw.EVAL_PER_CLASS[q], "eval_seed": nw.EVAL_SEED, "device": resolve_device(device).type}
 
     def compute():
-        net = suite.net(name, q, device)
-        X, y, _ = suite.eval_images(split, q)
+        net = nw.net(name, q, device)
+        X, y, _ = eval_images(split, q)
         Fx = features(net.model, X[np.isin(y, net.classes)])["features"]
         return {"features": Fx.astype(np.float32)}
 
@@ -104,12 +121,12 @@ def layer_ranks(name: str, quick: bool, n: int | None = None, split: str = FIT_S
         if key in _MEMO:
             return _MEMO[key]
     q = bool(quick)
-    params = {"net": suite.train_kwargs(name, q), "task": str(suite.task_config(q)), "split": split, "n": n,
-              "eval": suite.EVAL_PER_CLASS[q], "eval_seed": suite.EVAL_SEED, "device": resolve_device(device).type}
+    params = {"net": _train_kwargs(name, q), "task": str(nw.task_config("suite", q)), "split": split, "n": n,
+              "eval": nw.EVAL_PER_CLASS[q], "eval_seed": nw.EVAL_SEED, "device": resolve_device(device).type}
 
     def compute():
-        net = suite.net(name, quick, device)
-        X, y, _ = suite.eval_images(split, quick)
+        net = nw.net(name, quick, device)
+        X, y, _ = eval_images(split, quick)
         X = X[np.isin(y, net.classes)]
         m = min(len(X), n or (512 if quick else 1024))
         rows = np.sort(np.random.default_rng([7, m]).choice(len(X), m, replace=False))
@@ -148,26 +165,27 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
 
     base_name, all_name = f"{arch}-base-s{seed}", f"{arch}-s{seed}"
     q = bool(quick)
-    params = {"base": suite.train_kwargs(base_name, q), "all": suite.train_kwargs(all_name, q), "task": str(suite.task_config(q)),
-              "theta_per_class": THETA_PER_CLASS[q], "theta_iter": THETA_ITER[q], "eval": suite.EVAL_PER_CLASS[q],
-              "eval_seed": suite.EVAL_SEED, "quick": q}
+    params = {"base": _train_kwargs(base_name, q), "all": _train_kwargs(all_name, q),
+              "task": str(nw.task_config("suite", q)),
+              "theta_per_class": THETA_PER_CLASS[q], "theta_iter": THETA_ITER[q], "eval": nw.EVAL_PER_CLASS[q],
+              "eval_seed": nw.EVAL_SEED, "quick": q}
 
     def compute():
-        base, full = suite.net(base_name, q, device), suite.net(all_name, q, device)
+        base, full = nw.net(base_name, q, device), nw.net(all_name, q, device)
         base_cl = [int(c) for c in base.classes]
         new_cl = sorted(set(int(c) for c in full.classes) - set(base_cl))
         order = np.asarray(base_cl + new_cl)
         n1, n2 = len(base_cl), len(new_cl)
-        pos = np.full(suite.task_config(q).n_classes, -1)
+        pos = np.full(nw.task_config("suite", q).n_classes, -1)
         pos[order] = np.arange(n1 + n2)
-        X, y, _ = suite.task(q).images("train", THETA_PER_CLASS[q], 0)
+        X, y, _ = task(q).images("train", THETA_PER_CLASS[q], 0)
         X, y = X.numpy(), y.numpy()
         keep = np.isin(y, order)
         f_tr = features(base.model, X[keep])["logits"]
         y_tr = pos[y[keep]]
         theta = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q])
         theta_lit = fit_theta(f_tr, y_tr, n2, max_iter=THETA_ITER[q], new_only=True)
-        Xte, yte, _ = suite.eval_images(TEST_SPLIT, q)
+        Xte, yte, _ = eval_images(TEST_SPLIT, q)
         keep_te = np.isin(yte, order)
         Xte, y_te = Xte[keep_te], pos[yte[keep_te]]
         from sims.heldout import check_held_out
@@ -198,4 +216,5 @@ def new_categories(seed: int, quick: bool, device=None, arch: str = "lenet") -> 
         return dict(cached("glyph_new_categories", params, compute))
 
 
-__all__ = ["FIT_SPLIT", "TEST_SPLIT", "outputs", "cached_features", "layer_ranks", "new_categories", "THETA_PER_CLASS", "THETA_ITER"]
+__all__ = ["FIT_SPLIT", "TEST_SPLIT", "task", "eval_images", "outputs", "cached_features", "layer_ranks",
+           "new_categories", "THETA_PER_CLASS", "THETA_ITER"]

@@ -3,7 +3,7 @@
 FG's experiment (Sec 1, Fig 2; App A.2): pretrain a backbone at some label granularity, then train the *coarse*
 (target) task on the pretrained backbone and measure the target accuracy; FG App A.2 reads it with linear probing
 (a new linear classifier on the frozen features), which we use. The baseline is pretraining on the target labels
-themselves. Ours (regime of :mod:`sims.glyphs.pretrain`, fixed before any verdict):
+themselves. Ours (the pretraining regime of the registry :mod:`sims.glyphs.networks`, fixed before any verdict):
 
 * coarse (target) task: the **script** (7 labels: Latin, Greek, Cyrillic, other letter, number, punctuation,
   symbol) of the pretraining classes P, balanced over scripts;
@@ -29,34 +29,23 @@ import numpy as np
 
 from sims.cache import cached
 from sims.glyphs import glyph_task
+from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
+from sims.glyphs.label_sets import COARSE, appearances
 from sims.glyphs.probe import linear_probe
 
-LEVELS = ("script", "k3", "k7", "fine")  # coarse → fine pretraining granularity (k: k-means clusters per script)
-KMEANS = {"k3": 3, "k7": 7}
-KMEANS_SEED = 20260601
-COARSE = "script"
+LEVELS = nw.GRANULARITY_LEVELS  # coarse → fine pretraining granularity (k: k-means clusters per script)
 EVAL_SPLITS = ("aug_test", "face_test")
-
-
-def appearances(task, classes) -> np.ndarray:
-    """(len(classes), (2S)²): unit-norm, centred mean canonical render of each class over its training faces."""
-    train = np.zeros(len(task.faces), bool)
-    train[task.train_faces] = True
-    rows = []
-    for k in classes:
-        faces = np.flatnonzero(task.coverage[k] & train)
-        a = np.mean([task.canonical(int(k), int(f)).astype(np.float64) for f in faces], axis=0).ravel()
-        a = a - a.mean()
-        rows.append(a / max(np.linalg.norm(a), 1e-12))
-    return np.asarray(rows)
+#: Sensitivity (FG leaves these open; each moved toward the paper's trained, larger networks): (name, arch, epochs
+#: (None: the regime's), how it moves toward the paper). Seed 0, the two ends of the ladder only (script, fine).
+SENSITIVITY = nw.FG_SENSITIVITY
 
 
 def hard_classes(quick: bool) -> dict:
     """{'classes': P, 'hard': bool [len(P)], 'own': cos to own class's common feature, 'other': best cos to
     another's, 'coarse': coarse labels} (module doc)."""
     task = glyph_task(pt.task_config(quick))
-    P = pt.class_sets(quick)["pretrain"]
+    P = nw.class_sets(quick)["pretrain"]
     A = appearances(task, P)
     c = np.asarray(task.labels(COARSE))[P]
     labels = np.unique(c)
@@ -77,34 +66,12 @@ def hard_classes(quick: bool) -> dict:
     return {"classes": P, "hard": other > own, "own": own, "other": other, "coarse": c}
 
 
-def kmeans_groups(quick: bool, k: int) -> np.ndarray:
-    """((fine class, label), …) for the pretraining classes: k-means (k-means++ init, seeded) of the classes' pixel
-    appearances within each script, k clusters each (fewer where a script has fewer classes); labels numbered across
-    scripts. FG App A.1.3 builds its sub-labels by k-means within each coarse class."""
-    from scipy.cluster.vq import kmeans2
-
-    h = hard_classes(quick)
-    A = appearances(glyph_task(pt.task_config(quick)), h["classes"])
-    out, nxt = [], 0
-    for v in np.unique(h["coarse"]):
-        idx = np.flatnonzero(h["coarse"] == v)
-        kk = min(int(k), len(idx))
-        _, lab = kmeans2(A[idx], kk, minit="++", seed=np.random.default_rng([KMEANS_SEED, int(v), kk]))
-        _, lab = np.unique(lab, return_inverse=True)  # empty clusters dropped, labels 0..m−1
-        out += [(int(h["classes"][j]), nxt + int(c)) for j, c in zip(idx, lab)]
-        nxt += int(lab.max()) + 1
-    return np.asarray(sorted(out), dtype=np.int64)
-
-
 def level_net(quick: bool, level: str, seed: int, device, arch: str, epochs):
-    """The network pretrained at a LEVELS granularity (k-means levels through explicit groups)."""
-    if level in KMEANS:
-        return pt.pretrain_net(quick, level="fine", seed=seed, device=device, arch=arch, epochs=epochs,
-                               groups=kmeans_groups(quick, KMEANS[level]))
+    """The network pretrained at a LEVELS granularity (the registry's ``pretrain-<labels>-…`` network)."""
     return pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs)
 
 
-def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch: str = pt.ARCH,
+def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch: str = nw.ARCH,
                       epochs: int | None = None) -> dict:
     """Coarse-task probe results of the network pretrained at ``level`` (module doc), cached.
 
@@ -115,7 +82,7 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch:
     if level not in LEVELS:
         raise ValueError(f"level: {level!r} is not one of {LEVELS}")
     s = pt.sizes(quick)
-    P = pt.class_sets(quick)["pretrain"]
+    P = nw.class_sets(quick)["pretrain"]
     params = {"quick": bool(quick), "level": level, "seed": int(seed), "device": pt.device_type(device), "sizes": s,
               "classes": P.tolist(), "arch": arch, "epochs": epochs}
 
@@ -143,15 +110,8 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch:
         return cached("glyph_fg_granularity", params, compute)
 
 
-def granularity_runs(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None,
+def granularity_runs(quick: bool, seed: int = 0, device=None, arch: str = nw.ARCH, epochs: int | None = None,
                      levels=LEVELS) -> dict:
     """{level: granularity_point(...)} for ``levels`` (default the three LEVELS) of one seed."""
     with pt.shared_images(quick):
         return {lv: granularity_point(quick, lv, seed, device, arch, epochs) for lv in levels}
-
-
-#: Sensitivity (FG leaves these open; each moved toward the paper's trained, larger networks): (name, arch, epochs
-#: (None: the regime's), how it moves toward the paper). Seed 0, the two ends of the ladder only (script, fine).
-SENSITIVITY = {False: (("2× epochs (16)", pt.ARCH, 16, "longer training: FG's networks are trained to a margin"),
-                       ("ResNet (8 epochs)", "resnet", None, "the other architecture: a deeper BN network")),
-               True: (("2× epochs (6)", pt.ARCH, 6, "longer training"),)}

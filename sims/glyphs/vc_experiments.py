@@ -1,4 +1,4 @@
-"""VC Sec 6.2 and 6.3 replicated on glyph CNNs trained here (regime: :mod:`sims.glyphs.pretrain`).
+"""VC Sec 6.2 and 6.3 replicated on glyph CNNs trained here (the pretraining regime of :mod:`sims.glyphs.networks`).
 
 * :func:`collapse_curves` (VC Sec 6.2, Fig 3–6, App B Fig 8): the four variability metrics — VCI (Def 5.3),
   fuzziness, squared distance (Eq 4) and cosine similarity (Sec 3.2), all from :mod:`theory.collapse` — of the
@@ -13,7 +13,7 @@
 * :func:`transfer_point` (VC Sec 6.3, Fig 7, Eq 6): one network of the τ or λ group: its four metrics on the
   training images of P (the paper evaluates them "on a 50000 subset of ImageNet train set"), its pretraining test
   accuracy p_pretrain (its own classifier on aug_test) and the linear-probe accuracies p_i on the
-  :data:`~sims.glyphs.pretrain.N_TASKS` downstream tasks (classes never used in pretraining; probe trained on
+  :data:`~sims.glyphs.networks.N_TASKS` downstream tasks (classes never used in pretraining; probe trained on
   their training images, tested on their aug_test images; :mod:`sims.glyphs.probe`). The check forms Eq 6's
   MLOG with :func:`theory.collapse.mlog`.
 
@@ -32,14 +32,15 @@ from __future__ import annotations
 import numpy as np
 
 from sims.cache import cached
+from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
 from theory import collapse as vc
 
-TAU_GRID = {False: (0.1, 0.2, 0.4, 0.6, 0.8, 1.0), True: (0.1, 0.4, 1.0)}
-PAPER_LAMBDA_GRID = (0.0, 2.5, 3.75, 5.0, 7.5, 10.0)  # VC App C, in the paper's units
-LAMBDA_SCALE = 0.1  # our regulariser's λ per paper λ (module doc: calibrated on training accuracy alone)
-LAMBDA_GRID = {False: tuple(LAMBDA_SCALE * v for v in PAPER_LAMBDA_GRID), True: (0.0, 0.5, 1.0)}
+#: The grids and the sensitivity rows are the registry's (sims.glyphs.networks: the networks they name).
+TAU_GRID, LAMBDA_GRID = nw.TAU_GRID, nw.LAMBDA_GRID
+PAPER_LAMBDA_GRID, LAMBDA_SCALE = nw.PAPER_LAMBDA_GRID, nw.LAMBDA_SCALE
+SENSITIVITY = nw.VC_SENSITIVITY
 METRICS = ("vci", "fuzziness", "squared_distance", "cosine_similarity")
 SPLITS = ("train", "aug_test", "face_test")
 PERMUTE_SEED = 7
@@ -80,19 +81,19 @@ def _dense(y, classes):
     return np.searchsorted(np.asarray(classes), y)
 
 
-def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None) -> dict:
+def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = nw.ARCH, epochs: int | None = None) -> dict:
     """Metric curves over the checkpoints of the τ = 1, λ = 0 network of ``seed`` (module doc), cached;
     ``arch``/``epochs`` move the regime (sensitivity)."""
     s = pt.sizes(quick)
     params = {"quick": bool(quick), "seed": int(seed), "device": pt.device_type(device), "sizes": s,
-              "classes": pt.class_sets(quick)["pretrain"].tolist(), "arch": arch, "epochs": epochs}
+              "classes": nw.class_sets(quick)["pretrain"].tolist(), "arch": arch, "epochs": epochs}
 
     def compute():
         net = pt.pretrain_net(quick, seed=seed, device=device, arch=arch, epochs=epochs)
         if int(net.config.seed) != int(seed):  # seeds carry the network-to-network variance: never another seed's net
             raise ValueError(f"vc.training_collapse: the network read for seed {seed} was trained with seed "
                              f"{net.config.seed}")
-        P = pt.class_sets(quick)["pretrain"]
+        P = nw.class_sets(quick)["pretrain"]
         out = {"epochs": np.asarray(sorted(net.checkpoints), np.int64), "seconds": net.seconds,
                "images_per_s": net.images_per_s}
         data = {sp: pt.split_images(quick, sp, P) for sp in SPLITS}
@@ -136,11 +137,11 @@ def collapse_curves(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH
         return cached("glyph_vc_collapse", params, compute)
 
 
-def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, device=None, arch: str = pt.ARCH,
+def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, device=None, arch: str = nw.ARCH,
                    epochs: int | None = None) -> dict:
     """Metrics, p_pretrain and downstream probe accuracies of the (τ, λ) network of ``seed`` (module doc)."""
     s = pt.sizes(quick)
-    cs = pt.class_sets(quick)
+    cs = nw.class_sets(quick)
     params = {"quick": bool(quick), "tau": float(tau), "cos_reg": float(cos_reg), "seed": int(seed),
               "device": pt.device_type(device), "sizes": s, "classes": cs["pretrain"].tolist(),
               "downstream": [q.tolist() for q in cs["downstream"]], "arch": arch, "epochs": epochs}
@@ -176,7 +177,7 @@ def transfer_point(quick: bool, tau: float, cos_reg: float, seed: int = 0, devic
         return cached("glyph_vc_transfer", params, compute)
 
 
-def transfer_grid(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, epochs: int | None = None,
+def transfer_grid(quick: bool, seed: int = 0, device=None, arch: str = nw.ARCH, epochs: int | None = None,
                   taus=None, lambdas=None) -> dict:
     """{'tau': [points over TAU_GRID at λ = 0], 'lambda': [points over LAMBDA_GRID at τ = 1]} (module doc);
     ``taus``/``lambdas`` replace the grids, ``arch``/``epochs`` the regime (sensitivity)."""
@@ -185,11 +186,3 @@ def transfer_grid(quick: bool, seed: int = 0, device=None, arch: str = pt.ARCH, 
     with pt.shared_images(quick):
         return {"tau": [transfer_point(quick, t, 0.0, seed, device, arch, epochs) for t in taus],
                 "lambda": [transfer_point(quick, 1.0, lam, seed, device, arch, epochs) for lam in lambdas]}
-
-
-#: Sensitivity before a refutation (VC leaves these open; each moved toward the paper's ResNet-50 trained for
-#: hundreds of epochs): (name, arch, epochs, τ grid, λ grid). Reduced grids (3 + 3 networks, 5 distinct): the sign
-#: of r is what is compared.
-SENSITIVITY = {False: (("LeNet, 2× epochs (16)", "lenet", 16, (0.1, 0.4, 1.0), (0.0, 0.5, 1.0)),
-                       ("ResNet, 8 epochs", "resnet", None, (0.1, 0.4, 1.0), (0.0, 0.5, 1.0))),
-               True: (("LeNet, 2× epochs (6)", "lenet", 6, (0.1, 1.0), (0.0, 1.0)),)}

@@ -3,12 +3,12 @@ verdicts"): ND Table 1's tolerances and its judge, the glyph data in the form ve
 precondition (the networks are trained), and ND Sec 2.4's between-network verdict on two independently trained
 glyph networks (used by ``nd.between_networks`` in verify/checks/nd/covlasso.py).
 
-Regime (fixed before any verdict was looked at; sims/glyphs/suite.py has the networks, sims/glyphs/dependencies.py
-the held-out splits): the suite's 1000-class LeNets ``lenet-s<seed>`` (full) or their 100-class quick versions;
-second moments, PCA bases and CovLasso fits on the training faces under fresh augmentation (``aug_test``);
-errors and accuracies against the true code points on the held-out DejaVu Serif faces (``face_test``); the
-target categories a seeded random draw (ND's Table 1 shows chosen illustrations; a random draw cannot favour the
-claim). A network below its required held-out accuracy (suite.precondition) makes the Result ``undecided``
+Regime (fixed before any verdict was looked at; the registry sims/glyphs/networks.py has the networks,
+sims/glyphs/dependencies.py the held-out splits): the suite's 1000-class LeNets ``lenet-s<seed>`` (full) or their
+100-class quick versions; second moments, PCA bases and CovLasso fits on the training faces under fresh
+augmentation (``aug_test``); errors and accuracies against the true code points on the held-out DejaVu Serif faces
+(``face_test``); the target categories a seeded random draw (ND's Table 1 shows chosen illustrations; a random draw
+cannot favour the claim). A network below its required held-out accuracy (networks.precondition) makes the Result ``undecided``
 (the check is then reported, never judged).
 """
 from __future__ import annotations
@@ -69,10 +69,10 @@ def either(*reasons):
 
 
 def precondition(ctx, names) -> dict:
-    """suite.precondition of each named network; ``ok`` when every one is trained enough for a verdict."""
-    from sims.glyphs import suite
+    """networks.precondition of each named network; ``ok`` when every one is trained enough for a verdict."""
+    from sims.glyphs import networks as nw
 
-    pre = {n: suite.precondition(n, ctx.quick, ctx.device) for n in names}
+    pre = {n: nw.precondition(n, ctx.quick, ctx.device) for n in names}
     bad = [p["reason"] for p in pre.values() if not p["trained"]]
     return {"ok": not bad, "lines": {n: p["reason"] for n, p in pre.items()}, "accuracies": pre,
             "undecided": ("; ".join(bad) + " (the glyph networks are not trained: no verdict)") if bad else None}
@@ -86,7 +86,7 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
     ``features``, ``W``, ``b``, ``labels`` (true output indices), fit rows then test rows with ``split`` = (fit,
     test), ``names``, ``cats`` (a seeded draw of target categories), ``inputs``, ``precondition``."""
     from sims.glyphs import dependencies as GD
-    from sims.glyphs import suite
+    from sims.glyphs import networks as nw
 
     seed = ctx.seed if seed is None else seed
     name = net_name(seed)
@@ -99,9 +99,9 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
     K = fit["logits"].shape[1]
     cats = np.random.default_rng([20260611, int(seed), int(ctx.quick)]).choice(K, CATEGORIES[bool(ctx.quick)],
                                                                               replace=False)
-    s = suite.spec(name, ctx.quick)
+    s = nw.record(name, ctx.quick)
     d = {k: np.concatenate([fit[k], test[k]]) for k in ("logits", "features", "labels")}
-    d.update(twins=twin_outputs(suite.task(ctx.quick), fit.get("label_values")))
+    d.update(twins=twin_outputs(GD.task(ctx.quick), fit.get("label_values")))
     d.update(W=fit["W"], b=fit["b"], split=(np.arange(nf), nf + np.arange(nt)), names=fit["names"], photos=None,
              groups=np.arange(nf + nt), cats=[int(c) for c in cats], name=name,
              judged_on=f"judged on the glyph network {name}",
@@ -214,15 +214,13 @@ def between_glyph(ctx, planted: bool, positive: bool = False) -> dict:
     rows = between_rows(ctx, f_fit["logits"], g_fit["logits"], Ft, g_te["logits"], g_te["labels"],
                         [int(c) for c in cats], False, names=f_te["names"])
     t = judge_table1(rows)
-    from sims.glyphs import suite
-
     ex = between_scan(f_fit["logits"], g_fit["logits"], g_fit["labels"], Ft, g_te["logits"], g_te["labels"],
-                      twins=twin_outputs(suite.task(ctx.quick), f_te.get("label_values")))
+                      twins=twin_outputs(GD.task(ctx.quick), f_te.get("label_values")))
     ex["names"] = f_te["names"]
     undecided = pre["undecided"]
     if not planted and not ex["holds"]:  # each choice ND leaves open moved to the paper's side (nd_scan.alternatives)
         ex["alternatives"] = between_alternatives(f_fit, g_fit, Ft, g_te, twins=twin_outputs(
-            suite.task(ctx.quick), f_te.get("label_values")))
+            GD.task(ctx.quick), f_te.get("label_values")))
         held = [k for k, r in ex["alternatives"].items() if r["holds"] and r["decides"]]
         if held and not undecided:
             undecided = ("the picture appears with a choice the paper leaves open moved to its side — "
@@ -301,7 +299,7 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
     on the fit rows, or categories with a homoglyph twin in the task (``homoglyph_groups(0.75)``: a sibling that
     looks alike, as ImageNet's similar classes; the paper shows chosen illustrations), instead of a random draw;
     the other seed's network is the check's second seed. Returns {choice: {medians, miss}}."""
-    from sims.glyphs import suite
+    from sims.glyphs import dependencies as GD
 
     fit, test = d["split"]
     y = d["labels"]
@@ -315,7 +313,7 @@ def table1_sensitivity(ctx, d: dict, S, offset=None) -> dict:
     choices = {"ρ = 0.005": (fit, test, cats, 0.005), "ρ = 0.05": (fit, test, cats, 0.05),
                "test on the training faces (aug_test halves)": (f2, t2, cats, RHO),
                "categories best recognised on the fit rows": (fit, test, best, RHO)}
-    twins = sorted({int(c) for g in suite.task(ctx.quick).homoglyph_groups(0.75) for c in g if c < K})
+    twins = sorted({int(c) for g in GD.task(ctx.quick).homoglyph_groups(0.75) for c in g if c < K})
     if len(twins) >= 2:
         pick = np.random.default_rng([ctx.seed, 9]).choice(twins, min(len(cats), len(twins)), replace=False)
         choices["categories with a homoglyph twin (homoglyph_groups(0.75))"] = (fit, test, [int(c) for c in pick], RHO)

