@@ -400,3 +400,24 @@ def test_cls_dim_negative_control_is_eighs_ascending_order():
     assert A.cls_dim(pc)["cls_dim"] <= 3
     assert A.cls_dim(ascending_order(pc))["cls_dim"] >= 38
     assert np.array_equal(pc.Z, Z0) and np.all(np.diff(pc.eigvals) <= 0)
+
+
+def test_logits_read_without_the_bias_are_refused():
+    """glyph_data's cross-check: logits formed as F Wᵀ (the classifier bias dropped, as a read-out bug would) or
+    from other rows raise; the right ones (F Wᵀ + b in float64) pass within float32's bound."""
+    import torch
+
+    from verify.checks._shared.glyph_real import agree_with_the_classifier
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(128, 50)
+    with torch.no_grad():
+        lin.bias.mul_(0.1)  # |b| ≈ 0.01, as on the glyph LeNets
+    F = np.abs(np.random.default_rng(0).normal(size=(300, 128))).astype(np.float32) * 3
+    W, b = lin.weight.detach().double().numpy(), lin.bias.detach().double().numpy()
+    good = {"features": F, "W": W, "b": b, "logits": F.astype(float) @ W.T + b}
+    agree_with_the_classifier(good, lin)
+    with pytest.raises(ValueError, match="not the network's last layer"):
+        agree_with_the_classifier({**good, "logits": F.astype(float) @ W.T}, lin)
+    with pytest.raises(ValueError, match="not the network's last layer"):
+        agree_with_the_classifier({**good, "logits": good["logits"][::-1]}, lin)

@@ -110,8 +110,29 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
                      f"{s.epochs} epochs): second moments / PCA on {nf} aug_test images of the training faces, "
                      f"errors and accuracies (true labels) on {nt} images of the held-out DejaVu Serif faces"))
     agree_with_precondition(d, name, nt)
+    agree_with_the_classifier(d, nw.net(name, ctx.quick, ctx.device).model.classifier)
     _DATA[key] = d
     return d
+
+
+def agree_with_the_classifier(d: dict, classifier, rows: int = 512) -> None:
+    """The logits the checks read must be the network's own last layer on its features: torch's float32 ``classifier``
+    (a Linear) on the float32 features of the first ``rows`` rows against ``d["logits"]`` (float64), within the
+    float32 error bound of a (width + 1)-term sum, 1.01·(width + 1)·u₃₂·(Σ_j |W_ij F_j| + |b_i|) per entry. A dropped
+    or doubled bias, other weights, or logits of other rows than the features raise ValueError."""
+    import torch
+
+    F = np.asarray(d["features"][:rows], dtype=np.float32)
+    with torch.no_grad():
+        ref = classifier(torch.from_numpy(F)).double().cpu().numpy()
+    W, b = np.asarray(d["W"], float), np.asarray(d["b"], float)
+    u = float(np.finfo(np.float32).eps) / 2
+    tol = 1.01 * (W.shape[1] + 1) * u * (np.abs(F.astype(float)) @ np.abs(W).T + np.abs(b)) + 1e-30
+    err = np.abs(np.asarray(d["logits"][:rows], float) - ref)
+    if np.any(err > tol):
+        i, j = np.unravel_index(int(np.argmax(err / tol)), err.shape)
+        raise ValueError(f"the logits read are not the network's last layer on its features: row {i}, output {j} "
+                         f"differs by {err[i, j]:.3g} (float32 bound {tol[i, j]:.3g}; |b_{j}| = {abs(b[j]):.3g})")
 
 
 def twin_outputs(task, label_values) -> dict:
