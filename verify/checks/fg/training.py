@@ -165,11 +165,11 @@ def formal_regime(sw: dict, extra_rows=()) -> dict:
     st = sw["regimes"][HEADLINE]
     e = st["by_k"][max(st["ks"])]
     rows = list(regime_rows(e["config"], e["c_b"])) + list(extra_rows)
-    judged = [r for r in rows if r["inside?"] in ("inside", "OUTSIDE")]
-    out = sorted({r["parameter"] for r in judged if r["inside?"] == "OUTSIDE"}, key=lambda p: [r["parameter"] for r in judged].index(p))
+    judged = dict.fromkeys(r["parameter"] for r in rows if r["inside?"] in ("inside", "OUTSIDE"))
+    out = list(dict.fromkeys(r["parameter"] for r in rows if r["inside?"] == "OUTSIDE"))  # first-seen order
     return {"FG App B.3's conditions at this d (each parameter the paper fixes; the regime table in the details)": {
-        "measured": (f"{len(out)} of {len({r['parameter'] for r in judged})} parameters outside: {', '.join(out)}"
-                     if out else "every parameter inside"), "holds": not out}}
+        "measured": f"{len(out)} of {len(judged)} parameters outside: {', '.join(out)}" if out
+        else "every parameter inside", "holds": not out}}
 
 
 def _regime_details(sw: dict) -> dict:
