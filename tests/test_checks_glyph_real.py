@@ -55,7 +55,20 @@ def stand_in(monkeypatch):
     from verify.checks.real import trained_networks as R
 
     state = {"trained": True}
-    monkeypatch.setattr(GD, "outputs", _fake_outputs())
+    fake = _fake_outputs()
+    monkeypatch.setattr(GD, "outputs", fake)
+
+    def last_layer(name, quick=False, device=None):  # the stand-in's classifier: its W and b as a torch Linear
+        import torch
+
+        o = fake(name, quick, GD.FIT_SPLIT)
+        lin = torch.nn.Linear(o["W"].shape[1], o["W"].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(o["W"]))
+            lin.bias.copy_(torch.from_numpy(o["b"]))
+        return lin
+
+    monkeypatch.setattr(G, "last_layer", last_layer)
     monkeypatch.setattr(GD, "layer_ranks", lambda *a, **k: {"layers": ["x"], "pca_dim": [1], "ambient": [2],
                                                              "sample_bound": 5})
 

@@ -110,9 +110,16 @@ def glyph_data(ctx, seed: int | None = None) -> dict:
                      f"{s.epochs} epochs): second moments / PCA on {nf} aug_test images of the training faces, "
                      f"errors and accuracies (true labels) on {nt} images of the held-out DejaVu Serif faces"))
     agree_with_precondition(d, name, nt)
-    agree_with_the_classifier(d, nw.net(name, ctx.quick, ctx.device).model.classifier)
+    agree_with_the_classifier(d, last_layer(name, ctx.quick, ctx.device))
     _DATA[key] = d
     return d
+
+
+def last_layer(name: str, quick: bool, device=None):
+    """The named network's classifier module (the Linear whose weight and bias the read-out returns as W, b)."""
+    from sims.glyphs import networks as nw
+
+    return nw.net(name, quick, device).model.classifier
 
 
 def agree_with_the_classifier(d: dict, classifier, rows: int = 512) -> None:
