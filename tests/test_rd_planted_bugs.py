@@ -89,3 +89,19 @@ def test_r7_fc_layer_initialised_orthogonal(monkeypatch, tmp_path):
     out = run_quick("rd.structural_impetus", tmp_path=tmp_path)
     _assert_fail(out)
     assert "CONTRADICTS" in out.details["per component"]["fc"]
+
+
+def test_p3_psi_law_rank_with_half_log_eps(monkeypatch, tmp_path):
+    """P3 (a reviewer's plant): the ψ-law rank counted against ½ log ε. Only rd.mlp50_decay's comparison and the
+    Fig 1 overlay read psi_law_rank, and neither judges it; rd.lyapunov_law's positive control pins it against the
+    count from the closed-form law, so the plant ends `fail` there (before: every status unchanged)."""
+    _private_cache(monkeypatch, tmp_path)
+    orig = R.psi_law_rank
+
+    def half(n, L, eps):
+        return orig(n, L, np.sqrt(eps))  # L·gap ≥ log √ε = ½ log ε
+
+    monkeypatch.setattr(R, "psi_law_rank", half)
+    out = run_quick("rd.lyapunov_law", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.positive_miss)
+    assert out.positive_control_result != "held as it should" and out.positive_miss >= 2

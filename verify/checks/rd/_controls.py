@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special
 
 from sims import random_matrix as rm
+from theory import rank as R
 
 
 #: tolerance of the FC initialisation test (Kolmogorov–Smirnov distance of the FC's squared singular values from
@@ -124,6 +125,25 @@ def lyap_closed_form(n):
     """The proof's per-layer law written out here, independent of :mod:`theory.rank`: mean and sd of ½ log χ²_{n−k+1}."""
     nu = (n - np.arange(1, n + 1) + 1) / 2.0
     return 0.5 * (np.log(2.0) + special.digamma(nu)), 0.5 * np.sqrt(special.polygamma(1, nu))
+
+
+#: Depths and ε at which the ψ-law rank is pinned against the closed form: the counts change over this grid.
+PSI_RANK_DEPTHS = (1, 2, 5, 10, 20, 50, 125, 500)
+PSI_RANK_EPS = (1e-1, 1e-3, 1e-6)
+
+
+def psi_rank_mismatches(n, m) -> int:
+    """How many (L, ε) of the grid where theory.rank.psi_law_rank differs from #{k : L(m_k − m_1) ≥ log ε}, ``m``
+    the closed-form law of :func:`lyap_closed_form`. The grid keeps every L(m_k − m_1) − log ε at least 1e−6 from
+    zero (asserted), so rounding cannot move a count."""
+    gaps = np.asarray(m) - m[0]
+    bad = 0
+    for eps in PSI_RANK_EPS:
+        margin = np.abs(np.outer(PSI_RANK_DEPTHS, gaps) - np.log(eps))
+        assert margin.min() > 1e-6, "a grid point sits on a threshold"
+        ref = [int(np.count_nonzero(L * gaps >= np.log(eps))) for L in PSI_RANK_DEPTHS]
+        bad += int(np.count_nonzero(np.asarray(R.psi_law_rank(n, list(PSI_RANK_DEPTHS), eps)) != ref))
+    return bad
 
 
 def _benettin_numpy(draw, n, L, rng):

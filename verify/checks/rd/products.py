@@ -38,19 +38,24 @@ def _law_z(sums, cp, law, sd, trials):
                      "(R_kk = √χ²_{n−k+1}): its exponents are Σ_l log R_l,kk exactly, so the same z-test against "
                      "theory.rank.lyapunov_law must hold; and the library's law and sd must equal the closed form "
                      "½(log 2 + ψ((n−k+1)/2)), ½√ψ'((n−k+1)/2) written out in the check (|diff| ≤ 1e−12) and the "
-                     "estimator's sums must equal the exact Σ log R_kk (≤ 1e−8 per layer). A Benettin bug (e.g. "
+                     "estimator's sums must equal the exact Σ log R_kk (≤ 1e−8 per layer); the ψ-law rank "
+                     "(theory.rank.psi_law_rank, Eq 10 read at finite L) must equal #{k : L(m_k − m_1) ≥ log ε} "
+                     "counted from that closed form at L = 1 … 500 and ε = 0.1, 1e−3, 1e−6 (0 mismatches: integer "
+                     "counts of gaps at least 1e−6 from every threshold). A Benettin bug (e.g. "
                      "log R_kk² accumulated) or a wrong law fails the control: the check ends 'fail', never 'refuted'", cost=7,
 )
 def lyapunov_law(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["lyap"]
     cp, T = np.asarray(st["checkpoints"]), st["trials"]
     exact_dev = law_dev = 0.0
+    rank_dev = 0
     if positive:
         d, exact_dev = C.rotated_benettin_sums(st["ns"], cp, T, ctx.rng("bartlett"))
         for n in st["ns"]:
             m, s = C.lyap_closed_form(n)
             law_dev = max(law_dev, float(np.max(np.abs(R.lyapunov_law(n) - m))),
                           float(np.max(np.abs(R.lyapunov_law_sd(n) - s))))
+            rank_dev += C.psi_rank_mismatches(n, m)
     else:
         d = rm.lyapunov_data(st["ns"], cp, T, seed=ctx.seed)
     worst, per = 0.0, {}
@@ -73,11 +78,12 @@ def lyapunov_law(ctx, planted, positive=False):
     details = {"per n": per, "depths": cp.tolist(), "trials": T,
                "estimator": "Benettin QR recursion (numba + LAPACK), random initial frame, exponents in QR order"}
     if positive:
-        miss = max(miss, law_dev / 1e-12, exact_dev / 1e-8)
+        miss = max(miss, law_dev / 1e-12, exact_dev / 1e-8, 2.0 * rank_dev)
         details["estimator"] = ("the library's Benettin kernel (benettin_given, Q_0 = I) on Bartlett layers "
                                 "O_l R_l O_{l−1}ᵀ (positive control)")
         details["positive control: max |Benettin sum − Σ log R_kk| per layer (tol 1e-8)"] = exact_dev
         details["positive control: max |theory.rank law/sd − closed form| (tol 1e-12)"] = law_dev
+        details["positive control: ψ-law ranks ≠ closed-form count (tol 0)"] = rank_dev
     finding = None
     if not (planted or positive) and miss > 1:
         w = max(per, key=lambda key: max(per[key]["max z at L = " + ", ".join(map(str, cp))]))
