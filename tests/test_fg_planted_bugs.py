@@ -119,3 +119,23 @@ def test_ties_not_counted_fails_sgd_update(monkeypatch, tmp_path):
     monkeypatch.setattr(fm, "mistakes", lambda s, y: s.gather(1, y[:, None])[:, 0] < s.gather(1, (1 - y)[:, None])[:, 0])
     out = run_quick("fg.sgd_update", tmp_path=tmp_path)
     assert out.status == "fail"
+
+
+def test_noise_norm_of_u_counted_once_per_class_fails_linear_fails(monkeypatch, tmp_path):
+    """A reviewer's plant (P8): ‖u‖² = 2 + k in the closed form of the linear model's error (each class's k subclass
+    features counted once for both classes), i.e. a noise variance 44 % low. At 512 samples per P the check could
+    not see it (miss 0.89); with 4 096 at P = 256 (quick) the closed form misses the simulation."""
+    import numpy as np
+
+    from theory import multiview as mv
+
+    def wrong(P, s, k, sigma_zeta, iota=0.0, planted=False):
+        _, total = mv.patch_count_pmf(P, s)
+        n = np.arange(P + 1, dtype=float)
+        var = (1 if planted else P) * sigma_zeta ** 2 * (2 + k) + n * iota ** 2 / 3.0
+        return float(total @ np.where(n > 0, mv.gaussian_tail(n / np.sqrt(var)), 0.5))
+
+    monkeypatch.setattr(mv, "linear_error", wrong)
+    out = run_quick("fg.linear_fails", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.miss, out.measured, out.expected)
+    assert out.expected["P=256"] < 0.05 < out.measured["P=256"]
