@@ -39,13 +39,14 @@ class StandInTask:
         k = np.arange(self.cfg.n_classes)
         return {"fine": k, "base": k // 2, "script": k // 6}[level]
 
-    def images(self, split, per_class, seed):
+    def images(self, split, per_class, seed, classes=None):
         rng = np.random.default_rng([seed, {"train": 0, "aug_test": 1, "face_test": 2}[split]])
         y = np.repeat(np.arange(self.cfg.n_classes), per_class)
         faces = self.train_faces if split != "face_test" else self.test_faces
         face = rng.choice(faces, size=len(y))
         X = 0.8 * self.templates[y] + 0.3 * rng.random((len(y), 1, self.cfg.size, self.cfg.size))
-        return X.astype(np.float32).clip(0, 1), y.astype(np.int64), face.astype(np.int64)
+        keep = np.ones(len(y), bool) if classes is None else np.isin(y, classes)  # the whole draw's bytes
+        return X[keep].astype(np.float32).clip(0, 1), y[keep].astype(np.int64), face[keep].astype(np.int64)
 
 
 @pytest.fixture()
@@ -365,9 +366,9 @@ def test_the_training_set_is_drawn_once_per_task_size_and_seed():
     class Counting(StandInTask):
         calls = 0
 
-        def images(self, split, per_class, seed):
+        def images(self, split, per_class, seed, classes=None):
             Counting.calls += 1
-            return super().images(split, per_class, seed)
+            return super().images(split, per_class, seed, classes)
 
     task = Counting(StandInConfig())
     a = train._train_images(task, 4, 0)
@@ -376,6 +377,8 @@ def test_the_training_set_is_drawn_once_per_task_size_and_seed():
     train._train_images(task, 4, 1)
     train._train_images(Counting(StandInConfig()), 4, 1)  # another task object: drawn again
     assert Counting.calls == 3
+    c = train._train_images(task, 4, 1, (2, 5))  # a class subset: drawn again, those classes only
+    assert Counting.calls == 4 and set(c[1].tolist()) == {2, 5}
 
 
 def test_benchmark_runs_tiny_and_reports_the_ratio(tmp_path):

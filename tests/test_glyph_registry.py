@@ -30,11 +30,17 @@ MOVED_CHECKPOINTS = {6: (0, 1, 2, 4, 6), 8: (0, 1, 2, 4, 8), 16: (0, 1, 2, 4, 8,
 # sha256 (first 16 hex) of json.dumps(array.tolist()) of the int64 arrays the earlier code passed
 P_DIGEST = {False: (105, "bd88cdef5b92b33b"), True: (15, "3c4bb399ae762366")}
 GROUPS_DIGEST = {(False, 21): "967bc262c4832ac1", (False, 49): "e5df0a0af50883f7", (True, 15): "65aaa9319df7e3d0"}
-# networks a run of seed 0 prepares, and those only a branch of vc.transfer_correlation trains
-COUNTS = {False: (50, 8), True: (12, 2)}
+# FG App A.1's regime (fg.label_granularity's judged run, new with the registry: written out here, not "old"):
+# images per class, the digest of its class subset of P, its k-means labellings
+A1_PER_CLASS = 100
+A1_DIGEST = {False: (35, "381f2abbc6c52783"), True: (15, "3c4bb399ae762366")}
+A1_GROUPS_DIGEST = {(False, 14): "5e5632903ad0b43b", (False, 21): "8bc95339054dbdba", (True, 10): "2c878cfbe842583e"}
+# networks a run of seed 0 prepares, and those only a branch of a check trains (vc.transfer_correlation's and
+# fg.label_granularity's sensitivity rows)
+COUNTS = {False: (62, 12), True: (15, 4)}
 
 SUITE_NAME = re.compile(r"(lenet|resnet)(-base)?-s(\d+)$")
-PRETRAIN_NAME = re.compile(r"pretrain-(fine|script|kmeans(\d+))-tau([\d.]+)-lam([\d.]+)-s(\d+)"
+PRETRAIN_NAME = re.compile(r"pretrain-(a1-)?(fine|script|kmeans(\d+))-tau([\d.]+)-lam([\d.]+)-s(\d+)"
                            r"(?:-(lenet|resnet)-e(\d+))?$")
 
 
@@ -52,15 +58,16 @@ def old_kwargs(name: str, quick: bool) -> tuple:
         return SUITE_TASK_OLD[quick], {k: (type(v), v) for k, v in kw.items()}
     m = PRETRAIN_NAME.match(name)
     assert m, name
-    labels, n_groups, tau, lam, seed, arch, epochs = m.groups()
-    s = dict(PRETRAIN_OLD[quick])
+    a1, labels, n_groups, tau, lam, seed, arch, epochs = m.groups()
+    s = dict(PRETRAIN_OLD[quick], **({"per_class": A1_PER_CLASS} if a1 else {}))
     if epochs is not None:
         s["epochs"], s["checkpoints"] = int(epochs), MOVED_CHECKPOINTS[int(epochs)]
+    groups = A1_GROUPS_DIGEST if a1 else GROUPS_DIGEST
     kw = {"arch": (str, arch or "lenet"), "level": (str, "fine" if n_groups else labels),
-          "classes": (np.ndarray, P_DIGEST[quick]), "tau": (float, float(tau)), "cos_reg": (float, float(lam)),
-          "epochs": (int, s["epochs"]), "per_class": (int, s["per_class"]), "seed": (int, int(seed)),
-          "checkpoints": (tuple, s["checkpoints"]),
-          "groups": (np.ndarray, (int(n_groups), GROUPS_DIGEST[(quick, int(n_groups))])) if n_groups
+          "classes": (np.ndarray, (A1_DIGEST if a1 else P_DIGEST)[quick]), "tau": (float, float(tau)),
+          "cos_reg": (float, float(lam)), "epochs": (int, s["epochs"]), "per_class": (int, s["per_class"]),
+          "seed": (int, int(seed)), "checkpoints": (tuple, s["checkpoints"]),
+          "groups": (np.ndarray, (int(n_groups), groups[(quick, int(n_groups))])) if n_groups
           else (type(None), None)}
     return PRETRAIN_TASK_OLD[quick], kw
 
@@ -142,8 +149,8 @@ def _read_by(p, quick: bool) -> list:
         return [nw.pretrain(quick, "fine", 1.0, 0.0, a[1], *a[3:5]).name]
     if p.fn is ve.transfer_point:   # (quick, tau, cos_reg, seed, device[, arch, epochs])
         return [nw.pretrain(quick, "fine", a[1], a[2], a[3], *a[5:7]).name]
-    if p.fn is gr.granularity_point:  # (quick, level, seed, device[, arch, epochs])
-        return [nw.pretrain(quick, a[1], 1.0, 0.0, a[2], *a[4:6]).name]
+    if p.fn is gr.granularity_point:  # (quick, level, seed, device[, arch, epochs[, regime]])
+        return [nw.pretrain(quick, a[1], 1.0, 0.0, a[2], *a[4:7]).name]
     if p.fn is GD.new_categories:   # (seed, quick, device)
         return [f"lenet-base-s{a[0]}", f"lenet-s{a[0]}"]
     return [a[0]]                   # cached_features, layer_ranks: (name, quick, ...)

@@ -24,7 +24,7 @@ def test_probe_scored_on_its_training_images_fails(monkeypatch):
     """fg.label_granularity's probe with its evaluation split pointing at the training images (a split typo)."""
     _uncached(monkeypatch, gr)
     real = pt.split_images
-    monkeypatch.setattr(pt, "split_images", lambda quick, split, classes: real(quick, "train", classes))
+    monkeypatch.setattr(pt, "split_images", lambda quick, split, classes, *a: real(quick, "train", classes, *a))
     with pytest.raises(ValueError, match="fitted on"):
         gr.granularity_point(True, "fine", seed=0)
 

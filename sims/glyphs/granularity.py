@@ -31,7 +31,7 @@ from sims.cache import cached
 from sims.glyphs import glyph_task
 from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
-from sims.glyphs.label_sets import COARSE, appearances
+from sims.glyphs.label_sets import COARSE, appearances, script_margins
 from sims.glyphs.probe import linear_probe
 
 LEVELS = nw.GRANULARITY_LEVELS  # coarse → fine pretraining granularity (k: k-means clusters per script)
@@ -41,55 +41,50 @@ EVAL_SPLITS = ("aug_test", "face_test")
 SENSITIVITY = nw.FG_SENSITIVITY
 
 
-def hard_classes(quick: bool) -> dict:
+def hard_classes(quick: bool, regime: str = "main") -> dict:
     """{'classes': P, 'hard': bool [len(P)], 'own': cos to own class's common feature, 'other': best cos to
-    another's, 'coarse': coarse labels} (module doc)."""
+    another's, 'coarse': coarse labels} (module doc) for the class set of ``regime``: 'main' P; 'a1' FG App A.1's
+    subset of P, each class keeping its row of P's (hardness is a property of the class against its script's
+    common appearance, estimated over all of P's members of the script, not over the few the subset keeps)."""
     task = glyph_task(pt.task_config(quick))
-    P = nw.class_sets(quick)["pretrain"]
-    A = appearances(task, P)
-    c = np.asarray(task.labels(COARSE))[P]
-    labels = np.unique(c)
-    sums = {v: A[c == v].sum(0) for v in labels}
-    counts = {v: int((c == v).sum()) for v in labels}
-    own, other = np.zeros(len(P)), np.zeros(len(P))
-    for i in range(len(P)):
-        sims = {}
-        for v in labels:
-            m = sums[v] - (A[i] if v == c[i] else 0.0)
-            n = counts[v] - (v == c[i])
-            if n == 0:
-                continue
-            m = m / n
-            sims[v] = float(A[i] @ m / max(np.linalg.norm(m), 1e-12))
-        own[i] = sims.get(c[i], -np.inf)
-        other[i] = max(s for v, s in sims.items() if v != c[i])
-    return {"classes": P, "hard": other > own, "own": own, "other": other, "coarse": c}
+    P = nw.pretrain_classes(quick)
+    m = script_margins(task, P)
+    out = {"classes": P, "hard": m["other"] > m["own"], "own": m["own"], "other": m["other"], "coarse": m["coarse"]}
+    if regime == "main":
+        return out
+    keep = np.isin(P, nw.pretrain_classes(quick, regime))
+    return {k: v[keep] for k, v in out.items()}
 
 
-def level_net(quick: bool, level: str, seed: int, device, arch: str, epochs):
-    """The network pretrained at a LEVELS granularity (the registry's ``pretrain-<labels>-…`` network)."""
-    return pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs)
+def level_net(quick: bool, level: str, seed: int, device, arch: str, epochs, regime: str = "main"):
+    """The network pretrained at a granularity of the regime's ladder (the registry's ``pretrain-…`` network)."""
+    return pt.pretrain_net(quick, level=level, seed=seed, device=device, arch=arch, epochs=epochs, regime=regime)
 
 
 def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch: str = nw.ARCH,
-                      epochs: int | None = None) -> dict:
-    """Coarse-task probe results of the network pretrained at ``level`` (module doc), cached.
+                      epochs: int | None = None, regime: str = "main") -> dict:
+    """Coarse-task probe results of the network pretrained at ``level`` (module doc), cached. ``regime`` 'a1':
+    FG App A.1's regime (sims.glyphs.networks.A1: its class subset, images per class and ladder).
 
     Returns per eval split: ``{split}/correct`` (bool per held-out image), ``{split}/pred`` (the probe's coarse label),
     ``{split}/fine`` (the image's fine class), the
     net's own accuracy at its level on aug_test (the training precondition), the probe's penalty, timings.
     """
-    if level not in LEVELS:
-        raise ValueError(f"level: {level!r} is not one of {LEVELS}")
+    if regime not in nw.REGIMES:
+        raise ValueError(f"regime: {regime!r} is not one of {nw.REGIMES}")
+    if level not in nw.levels(regime, quick):
+        raise ValueError(f"level: {level!r} is not one of {nw.levels(regime, quick)}")
     s = pt.sizes(quick)
-    P = nw.class_sets(quick)["pretrain"]
+    P = nw.pretrain_classes(quick, regime)
     params = {"quick": bool(quick), "level": level, "seed": int(seed), "device": pt.device_type(device), "sizes": s,
               "classes": P.tolist(), "arch": arch, "epochs": epochs}
+    if regime != "main":
+        params["regime"] = {"name": regime, **nw.A1[bool(quick)]}
 
     def compute():
-        net = level_net(quick, level, seed, device, arch, epochs)
+        net = level_net(quick, level, seed, device, arch, epochs, regime)
         coarse = np.asarray(glyph_task(pt.task_config(quick)).labels(COARSE))
-        X, yf = pt.split_images(quick, "train", P)
+        X, yf = pt.split_images(quick, "train", P, regime)
         Ftr = pt.net_features(net.model, X)["features"]
         out = {"seconds": net.seconds, "images_per_s": net.images_per_s, "n_labels": len(net.label_values)}
         for sp in EVAL_SPLITS:
@@ -111,7 +106,8 @@ def granularity_point(quick: bool, level: str, seed: int = 0, device=None, arch:
 
 
 def granularity_runs(quick: bool, seed: int = 0, device=None, arch: str = nw.ARCH, epochs: int | None = None,
-                     levels=LEVELS) -> dict:
-    """{level: granularity_point(...)} for ``levels`` (default the three LEVELS) of one seed."""
+                     levels=None, regime: str = "main") -> dict:
+    """{level: granularity_point(...)} for ``levels`` (default the regime's whole ladder) of one seed."""
     with pt.shared_images(quick):
-        return {lv: granularity_point(quick, lv, seed, device, arch, epochs) for lv in levels}
+        return {lv: granularity_point(quick, lv, seed, device, arch, epochs, regime)
+                for lv in (nw.levels(regime, quick) if levels is None else levels)}

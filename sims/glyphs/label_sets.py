@@ -50,6 +50,47 @@ def appearances(task, classes) -> np.ndarray:
     return np.asarray(rows)
 
 
+def script_margins(task, classes) -> dict:
+    """{'own', 'other', 'coarse'} per class of ``classes``: the cosine of its appearance to its own script's common
+    appearance (the mean of the other members' appearances) and the largest cosine to another script's (the mean of
+    all its members'). A class with other > own is *hard* (sims.glyphs.granularity)."""
+    classes = np.asarray(classes)
+    A = appearances(task, classes)
+    c = np.asarray(task.labels(COARSE))[classes]
+    labels = np.unique(c)
+    sums = {v: A[c == v].sum(0) for v in labels}
+    counts = {v: int((c == v).sum()) for v in labels}
+    own, other = np.zeros(len(classes)), np.zeros(len(classes))
+    for i in range(len(classes)):
+        sims = {}
+        for v in labels:
+            m = sums[v] - (A[i] if v == c[i] else 0.0)
+            n = counts[v] - (v == c[i])
+            if n == 0:
+                continue
+            m = m / n
+            sims[v] = float(A[i] @ m / max(np.linalg.norm(m), 1e-12))
+        own[i] = sims.get(c[i], -np.inf)
+        other[i] = max(s for v, s in sims.items() if v != c[i])
+    return {"own": own, "other": other, "coarse": c}
+
+
+def aligned_subset(task_cfg, classes, easy: int, hard: int) -> np.ndarray:
+    """Sorted subset of ``classes``: per script, the ``easy`` classes with the largest margin own − other of
+    :func:`script_margins` (the best aligned with their script's common appearance) and the ``hard`` with the
+    smallest (scripts with fewer classes give what they have, the easy ones first)."""
+    classes = np.asarray(classes)
+    m = script_margins(glyph_task(task_cfg), classes)
+    margin = m["own"] - m["other"]
+    out = []
+    for v in np.unique(m["coarse"]):
+        idx = np.flatnonzero(m["coarse"] == v)
+        order = idx[np.argsort(-margin[idx], kind="stable")]
+        top = list(order[:easy])
+        out += top + [j for j in order[::-1][:hard] if j not in top]
+    return np.sort(classes[np.asarray(out, dtype=np.int64)])
+
+
 def kmeans_groups(task_cfg, classes, k: int, seed: int) -> np.ndarray:
     """((fine class, label), …) for ``classes``: k-means (k-means++ init, generator seeded with (seed, script, k))
     of the classes' appearances within each script, k clusters each (fewer where a script has fewer classes);

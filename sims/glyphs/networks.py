@@ -82,7 +82,15 @@ SIZES = {
 }
 ARCH = "lenet"
 GRANULARITY_LEVELS = ("script", "k3", "k7", "fine")  # coarse → fine (k: k-means clusters per script)
-KMEANS = {"k3": 3, "k7": 7}
+KMEANS = {"k2": 2, "k3": 3, "k7": 7}
+#: FG App A.1's regime (fg.label_granularity's judged run, fixed before it was run): per script the ``easy`` code
+#: points of P best aligned with their script's common appearance and the ``hard`` worst aligned
+#: (label_sets.aligned_subset: easy samples the majority, FG Sec 4's remark; hard ones present, so the gain on them
+#: can be read), ``per_class`` training images each (App A.1: 'sample count per subclass not too limited'; A.1.1
+#: rebalances to 'e.g. 1000'), the k-means ladder ``levels`` within each script; the rest as the main regime.
+A1 = {False: {"per_class": 100, "easy": 3, "hard": 2, "levels": ("script", "k2", "k3", "fine")},
+      True: {"per_class": 100, "easy": 2, "hard": 1, "levels": ("script", "k2", "fine")}}
+REGIMES = ("main", "a1")
 KMEANS_SEED = 20260601
 #: VC Sec 6.3's grids (App C, Tables 1–2): τ at λ = 0; λ at τ = 1, the paper's values scaled by LAMBDA_SCALE
 #: (sims.glyphs.vc_experiments says why), the λ = 0 network its unregularised end.
@@ -126,10 +134,28 @@ def class_sets(quick: bool) -> dict:
                                        CLASS_SEED)
 
 
-@functools.lru_cache(maxsize=8)
-def kmeans_groups(quick: bool, k: int) -> np.ndarray:
-    """((fine class, label), …) of P: k-means sub-labels within each script (label_sets.kmeans_groups)."""
-    return label_sets.kmeans_groups(task_config("pretrain", quick), class_sets(quick)["pretrain"], k, KMEANS_SEED)
+@functools.lru_cache(maxsize=4)
+def pretrain_classes(quick: bool, regime: str = "main") -> np.ndarray:
+    """The pretraining classes of ``regime``: 'main' P (class_sets), 'a1' FG App A.1's aligned subset of P (A1)."""
+    P = class_sets(quick)["pretrain"]
+    if regime == "main":
+        return P
+    if regime != "a1":
+        raise ValueError(f"regime: {regime!r} is not one of {REGIMES}")
+    a = A1[bool(quick)]
+    return label_sets.aligned_subset(task_config("pretrain", quick), P, a["easy"], a["hard"])
+
+
+def levels(regime: str = "main", quick: bool = False) -> tuple:
+    """The granularity ladder (coarse → fine) of ``regime``."""
+    return GRANULARITY_LEVELS if regime == "main" else A1[bool(quick)]["levels"]
+
+
+@functools.lru_cache(maxsize=16)
+def kmeans_groups(quick: bool, k: int, regime: str = "main") -> np.ndarray:
+    """((fine class, label), …) of the regime's classes: k-means sub-labels within each script
+    (label_sets.kmeans_groups)."""
+    return label_sets.kmeans_groups(task_config("pretrain", quick), pretrain_classes(quick, regime), k, KMEANS_SEED)
 
 
 # ------------------------------------------------------------------------------------------------------ records
@@ -153,7 +179,7 @@ class Network:
     family: str          # 'suite' (ND/RD) or 'pretrain' (VC/FG)
     quick: bool
     arch: str
-    classes: str         # 'all' / 'base' (suite), 'pretrain' (P)
+    classes: str         # 'all' / 'base' (suite), 'pretrain' (P), 'pretrain-a1' (A1's subset of P)
     labels: str          # 'fine', 'script', or a k-means level of KMEANS
     seed: int
     epochs: int
@@ -179,15 +205,16 @@ class Network:
                     "epochs": self.epochs, "per_class": self.per_class, "batch_size": self.batch_size,
                     "seed": self.seed, "checkpoints": self.checkpoints}
         km = self.labels in KMEANS
+        regime = "a1" if self.classes == "pretrain-a1" else "main"
         return {"arch": self.arch, "level": "fine" if km else self.labels,
-                "classes": class_sets(self.quick)["pretrain"], "tau": self.tau, "cos_reg": self.cos_reg,
+                "classes": pretrain_classes(self.quick, regime), "tau": self.tau, "cos_reg": self.cos_reg,
                 "epochs": self.epochs, "per_class": self.per_class, "seed": self.seed,
                 "checkpoints": self.checkpoints,
-                "groups": kmeans_groups(self.quick, KMEANS[self.labels]) if km else None}
+                "groups": kmeans_groups(self.quick, KMEANS[self.labels], regime) if km else None}
 
 
 _SUITE_NAME = re.compile(r"([a-z]+)(-base)?-s(\d+)$")
-_PRETRAIN_NAME = re.compile(r"pretrain-(fine|script|kmeans\d+)-tau(.+?)-lam(.+?)-s(\d+)(?:-([a-z]+)-e(\d+))?$")
+_PRETRAIN_NAME = re.compile(r"pretrain-(a1-)?(fine|script|kmeans\d+)-tau(.+?)-lam(.+?)-s(\d+)(?:-([a-z]+)-e(\d+))?$")
 
 
 def _num(x: float) -> str:
@@ -207,25 +234,29 @@ def suite(arch: str = "lenet", seed: int = 0, classes: str = "all", quick: bool 
 
 
 def pretrain(quick: bool = False, labels: str = "fine", tau: float = 1.0, cos_reg: float = 0.0, seed: int = 0,
-             arch: str = ARCH, epochs: int | None = None) -> Network:
-    """The network of the pretraining regime with ``labels`` (a GRANULARITY_LEVELS entry), temperature τ,
+             arch: str = ARCH, epochs: int | None = None, regime: str = "main") -> Network:
+    """The network of the pretraining regime with ``labels`` (a level of :func:`levels`), temperature τ,
     regulariser λ = ``cos_reg`` and ``seed``; ``arch`` and ``epochs`` (None: the regime's) move the regime, with
-    checkpoints at 0, the powers of two up to ``epochs`` and ``epochs``."""
-    if labels not in GRANULARITY_LEVELS:
-        raise ValueError(f"labels: {labels!r} is not one of {GRANULARITY_LEVELS}")
-    check_arch(arch)
+    checkpoints at 0, the powers of two up to ``epochs`` and ``epochs``; ``regime`` 'a1': FG App A.1's class
+    subset and images per class (A1)."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime: {regime!r} is not one of {REGIMES}")
     q = bool(quick)
-    s = SIZES[q]
+    if labels not in levels(regime, q):
+        raise ValueError(f"labels: {labels!r} is not one of {levels(regime, q)}")
+    check_arch(arch)
+    s = dict(SIZES[q], per_class=A1[q]["per_class"]) if regime == "a1" else SIZES[q]
     ep, ck = s["epochs"], s["checkpoints"]
     if epochs is not None:
         doubling = [0] + [2 ** i for i in range(int(epochs).bit_length()) if 2 ** i <= epochs] + [int(epochs)]
         ep, ck = int(epochs), tuple(sorted(set(doubling)))
-    tag = f"kmeans{len(np.unique(kmeans_groups(q, KMEANS[labels])[:, 1]))}" if labels in KMEANS else labels
+    tag = f"kmeans{len(np.unique(kmeans_groups(q, KMEANS[labels], regime)[:, 1]))}" if labels in KMEANS else labels
     moved = f"-{arch}-e{ep}" if (arch, ep, ck) != (ARCH, s["epochs"], s["checkpoints"]) else ""
     held = tuple(HeldOut(sp, s["held"], 1) for sp in ("aug_test", "face_test"))
-    return Network(f"pretrain-{tag}-tau{_num(tau)}-lam{_num(cos_reg)}-s{int(seed)}{moved}", "pretrain", q, arch,
-                   "pretrain", labels, int(seed), ep, s["per_class"], ck, None, float(tau), float(cos_reg), held,
-                   (("aug_test", MIN_ACC),))
+    a1 = regime == "a1"
+    return Network(f"pretrain-{'a1-' if a1 else ''}{tag}-tau{_num(tau)}-lam{_num(cos_reg)}-s{int(seed)}{moved}",
+                   "pretrain", q, arch, "pretrain-a1" if a1 else "pretrain", labels, int(seed), ep, s["per_class"],
+                   ck, None, float(tau), float(cos_reg), held, (("aug_test", MIN_ACC),))
 
 
 def record(name, quick: bool = False) -> Network:
@@ -241,11 +272,12 @@ def record(name, quick: bool = False) -> Network:
         except ValueError:
             pass
     elif p:
-        tag, tau, lam, seed, arch, epochs = p.groups()
-        for lv in [lv for lv in GRANULARITY_LEVELS if lv == tag or (lv in KMEANS and tag.startswith("kmeans"))]:
+        a1, tag, tau, lam, seed, arch, epochs = p.groups()
+        regime = "a1" if a1 else "main"
+        for lv in [lv for lv in levels(regime, q) if lv == tag or (lv in KMEANS and tag.startswith("kmeans"))]:
             try:
                 rec = pretrain(q, lv, float(tau), float(lam), int(seed), arch or ARCH,
-                               None if epochs is None else int(epochs))
+                               None if epochs is None else int(epochs), regime)
             except ValueError:
                 continue
             if rec.name == name:
@@ -270,7 +302,12 @@ def uses(quick: bool = False, seed: int = 0, conditional: bool = False) -> dict:
            "vc.transfer_correlation": [pretrain(q, "fine", t, lam, s) for s in seeds for t, lam in grids],
            "fg.label_granularity": [pretrain(q, lv, seed=s) for s in seeds for lv in GRANULARITY_LEVELS]
            + [pretrain(q, lv, seed=0, arch=a, epochs=e) for _, a, e, _ in FG_SENSITIVITY[q]
-              for lv in (GRANULARITY_LEVELS[0], GRANULARITY_LEVELS[-1])]}
+              for lv in (GRANULARITY_LEVELS[0], GRANULARITY_LEVELS[-1])]
+           + [pretrain(q, lv, seed=s, regime="a1") for s in seeds for lv in levels("a1", q)]}
+    if conditional:  # fg.label_granularity's sensitivity rows of the A.1 run, read only when it does not hold
+        out["fg.label_granularity"] = out["fg.label_granularity"] + [
+            dataclasses.replace(pretrain(q, lv, seed=0, arch=a, epochs=e, regime="a1"), conditional=True)
+            for _, a, e, _ in FG_SENSITIVITY[q] for lv in (levels("a1", q)[0], levels("a1", q)[-1])]
     if conditional:
         extra = [dataclasses.replace(pretrain(q, "fine", t, lam, 0, a, e), conditional=True)
                  for _, a, e, taus, lams in VC_SENSITIVITY[q] for t, lam in [(t, 0.0) for t in taus]
@@ -346,10 +383,10 @@ class _HeldOutImages:
     def __getattr__(self, item):
         return getattr(self._task, item)
 
-    def images(self, split, per_class, seed, augment=True):
-        if augment:
+    def images(self, split, per_class, seed, augment=True, classes=None):
+        if augment and classes is None:
             return images(self._cfg, split, per_class, seed)
-        return self._task.images(split, per_class, seed, augment)
+        return self._task.images(split, per_class, seed, augment, classes)
 
 
 def accuracy(name, quick: bool = False, device=None) -> dict:

@@ -44,10 +44,10 @@ def shared_images(quick: bool = False):
     orig = task.images
     memo = {}
 
-    def images(split, per_class, seed, augment=True):
-        key = (split, int(per_class), int(seed), bool(augment))
+    def images(split, per_class, seed, augment=True, classes=None):
+        key = (split, int(per_class), int(seed), bool(augment), None if classes is None else tuple(classes))
         if key not in memo:
-            memo[key] = orig(split, per_class, seed, augment)
+            memo[key] = orig(split, per_class, seed, augment, classes)
         return memo[key]
 
     task.images = images
@@ -58,29 +58,25 @@ def shared_images(quick: bool = False):
 
 
 def pretrain_net(quick: bool, level: str = "fine", tau: float = 1.0, cos_reg: float = 0.0, seed: int = 0,
-                 device=None, arch: str = ARCH, epochs: int | None = None):
+                 device=None, arch: str = ARCH, epochs: int | None = None, regime: str = "main"):
     """The GlyphNet of the registry's pretraining regime (:func:`sims.glyphs.networks.pretrain`) with labels
     ``level`` (fine, script or a k-means level), temperature τ, regulariser λ and ``seed``; ``arch`` and ``epochs``
-    (default: the regime's) move the regime for sensitivity tables. Trained within :func:`shared_images`."""
+    (default: the regime's) move the regime for sensitivity tables; ``regime`` 'a1': FG App A.1's class subset and
+    images per class. Trained within :func:`shared_images`."""
     with shared_images(quick):
-        return nw.net(nw.pretrain(quick, level, tau, cos_reg, seed, arch, epochs), device=device)
+        return nw.net(nw.pretrain(quick, level, tau, cos_reg, seed, arch, epochs, regime), device=device)
 
 
-def split_images(quick: bool, split: str, classes) -> tuple:
-    """(X, y_fine) of ``split`` restricted to ``classes``: the training images (per_class, data seed 0) for
-    'train', else the regime's held-out images (``sizes(quick)['held']`` per class, seed 1)."""
+def split_images(quick: bool, split: str, classes, regime: str = "main") -> tuple:
+    """(X, y_fine) of ``split`` for ``classes`` (the task's images of those classes only): the training images
+    (the regime's per_class, data seed 0) for 'train', else the held-out images (``sizes(quick)['held']`` per
+    class, seed 1)."""
     s = sizes(quick)
-    per, seed = (s["per_class"], 0) if split == "train" else (s["held"], 1)
+    train_per = nw.A1[bool(quick)]["per_class"] if regime == "a1" else s["per_class"]
+    per, seed = (train_per, 0) if split == "train" else (s["held"], 1)
     with shared_images(quick) as task:
-        X, y, _ = task.images(split, per, seed)
-    keep = np.isin(y.numpy(), np.asarray(classes))
-    return X[torch_index(keep)], y.numpy()[keep]
-
-
-def torch_index(mask):
-    import torch
-
-    return torch.from_numpy(np.flatnonzero(mask))
+        X, y, _ = task.images(split, per, seed, True, np.unique(np.asarray(classes)).tolist())
+    return X, y.numpy()
 
 
 def net_features(model, X) -> dict:

@@ -160,17 +160,28 @@ class GlyphTask:
             (per_class, s, s), dtype=np.float32)
         return face, u, noise
 
-    def images(self, split: str, per_class: int, seed: int, augment: bool = True):
+    def images(self, split: str, per_class: int, seed: int, augment: bool = True, classes=None):
         """(X float32 [N, 1, S, S] in [0, 1], y int64 [N] fine labels, face int64 [N] indices into faces),
         ``N = n_classes × per_class``, class-major; same arguments → bit-identical tensors (module doc).
-        ``augment=False`` gives the canonical renders resampled to S × S (no jitter, stroke, blur, noise)."""
+        ``augment=False`` gives the canonical renders resampled to S × S (no jitter, stroke, blur, noise).
+        ``classes``: only these fine classes (sorted, distinct), N = len(classes) × per_class; each class's images
+        are drawn from its own streams, so they are the bytes the whole task's draw gives for that class."""
         self.split_faces(split)
         if isinstance(per_class, bool) or not isinstance(per_class, (int, np.integer)) \
                 or not 1 <= per_class <= _MAX_PER_CLASS:
             raise ValueError(f"per_class must be an int in [1, {_MAX_PER_CLASS}], got {per_class!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-        K, S = self.n_classes, self.config.size
+        if classes is None:
+            ids = np.arange(self.n_classes, dtype=np.int64)
+        else:
+            ids = np.asarray(classes)
+            if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer) \
+                    or np.any(np.diff(ids) <= 0) or ids[0] < 0 or ids[-1] >= self.n_classes:
+                raise ValueError(f"classes: need sorted distinct fine-class indices in [0, {self.n_classes}), "
+                                 f"got {classes!r}")
+            ids = ids.astype(np.int64)
+        K, S = len(ids), self.config.size
         N = K * per_class
         from sims.resources import require
 
@@ -178,12 +189,12 @@ class GlyphTask:
                 hint="use fewer classes or images per class")
         X = np.empty((N, S, S), np.float32)
         face = np.empty(N, np.int64)
-        y = np.repeat(np.arange(K, dtype=np.int64), per_class)
+        y = np.repeat(ids, per_class)
         per_chunk = max(1, _CHUNK // per_class)
         with tqdm(total=N, desc=f"glyphs: {split} images", unit="img", leave=False,
                   disable=True if N < 20_000 else None) as bar:
             for k0 in range(0, K, per_chunk):
-                ks = range(k0, min(K, k0 + per_chunk))
+                ks = ids[k0:min(K, k0 + per_chunk)]
                 draws = [self._class_draws(split, per_class, seed, k, augment) for k in ks]
                 f = np.concatenate([d[0] for d in draws])
                 which = self._pair_index[np.repeat(np.asarray(ks), per_class), f]

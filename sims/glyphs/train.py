@@ -238,14 +238,17 @@ def _lr_factor(step: int, total: int) -> float:
 _LAST_IMAGES: list = []  # [(task, per_class, data_seed, X, y)]: the last training set drawn, reused in-process
 
 
-def _train_images(task, per_class: int, data_seed: int):
-    """``task.images('train', per_class, data_seed)`` as numpy, memoised for the last (task, per_class, seed):
-    a verify run trains many nets on one training set, and drawing it costs ~0.2 ms per image."""
-    if _LAST_IMAGES and _LAST_IMAGES[0][0] is task and _LAST_IMAGES[0][1:3] == (per_class, data_seed):
-        return _LAST_IMAGES[0][3:]
-    X, y_fine, _face = task.images("train", per_class, data_seed)
+def _train_images(task, per_class: int, data_seed: int, classes=None):
+    """``task.images('train', per_class, data_seed, classes=classes)`` as numpy (``classes`` sorted distinct, or
+    None: all), memoised for the last (task, per_class, seed, classes): a verify run trains many nets on one
+    training set, and drawing it costs ~0.2 ms per image. A class's images do not depend on which others are drawn."""
+    key = (per_class, data_seed, classes)
+    if _LAST_IMAGES and _LAST_IMAGES[0][0] is task and _LAST_IMAGES[0][1] == key:
+        return _LAST_IMAGES[0][2:]
+    X, y_fine, _face = (task.images("train", per_class, data_seed) if classes is None
+                        else task.images("train", per_class, data_seed, classes=list(classes)))
     X, y_fine = np.asarray(X, dtype=np.float32), np.asarray(y_fine, dtype=np.int64)
-    _LAST_IMAGES[:] = [(task, per_class, data_seed, X, y_fine)]  # holds the task: its id cannot be reused
+    _LAST_IMAGES[:] = [(task, key, X, y_fine)]  # holds the task: its id cannot be reused
     return X, y_fine
 
 
@@ -256,7 +259,8 @@ def training_data(task, cfg: TrainConfig):
     n_fine = len(task.labels("fine"))
     if cfg.classes is not None and not all(0 <= c < n_fine for c in cfg.classes):
         raise ValueError(f"classes: fine-class indices must lie in [0, {n_fine}), got {cfg.classes!r}")
-    X, y_fine = _train_images(task, cfg.per_class, cfg.data_seed)
+    X, y_fine = _train_images(task, cfg.per_class, cfg.data_seed,
+                              None if cfg.classes is None else tuple(np.unique(cfg.classes).tolist()))
     classes = np.arange(n_fine) if cfg.classes is None else np.asarray(cfg.classes, dtype=np.int64)
     keep = np.isin(y_fine, classes)
     X, y_fine = X[keep], y_fine[keep]

@@ -69,14 +69,14 @@ def suite_nets_seeds(n_seeds: int, *names, **what):
 
 
 def pretrain_net(ctx, labels: str = "fine", tau: float = 1.0, cos_reg: float = 0.0, seed: int = 0,
-                 arch: str = "lenet", epochs=None):
+                 arch: str = "lenet", epochs=None, regime: str = "main"):
     """The preparation (:func:`net`) of a network of the VC/FG pretraining regime (sims.glyphs.networks.pretrain);
     the read-outs of it wait for it (``after``) instead of training it themselves, so the τ = 1, λ = 0 network that
     collapse curves, the transfer point (1, 0) and the code-point granularity point all read is trained once, not
     queued on by three."""
     from sims.glyphs import networks as nw
 
-    return net(ctx, nw.pretrain(ctx.quick, labels, tau, cos_reg, seed, arch, epochs).name)
+    return net(ctx, nw.pretrain(ctx.quick, labels, tau, cos_reg, seed, arch, epochs, regime).name)
 
 
 def collapse(n_seeds: int):
@@ -118,8 +118,14 @@ def granularity(n_seeds: int):
     def prepare(ctx):
         from sims.glyphs import granularity as gr
 
+        from sims.glyphs import networks as nw
+
         out = []
         for s in _seeds(ctx, n_seeds):
+            for lv in nw.levels("a1", ctx.quick):  # the judged run (FG App A.1's regime) first
+                n = pretrain_net(ctx, lv, seed=s, regime="a1")
+                out += [n, prep(f"glyph granularity A.1 {lv} seed {s}{_q(ctx)}", gr.granularity_point, ctx.quick, lv,
+                                s, ctx.device, nw.ARCH, None, "a1", cost=5, after=(n.label,))]
             for lv in gr.LEVELS:
                 n = pretrain_net(ctx, lv, seed=s)
                 out += [n, prep(f"glyph granularity {lv} seed {s}{_q(ctx)}", gr.granularity_point, ctx.quick, lv, s,

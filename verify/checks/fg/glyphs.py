@@ -48,13 +48,13 @@ def paired(a, b, groups=None) -> tuple:
 
 
 def judge_granularity(correct: dict, hard: np.ndarray, groups=None) -> dict:
-    """correct: {level: bool per image} in gr.LEVELS order (coarse → fine); hard: bool per image; groups: the
+    """correct: {level: bool per image} in ladder order (coarse → fine); hard: bool per image; groups: the
     images' clusters for the SEs (their fine classes; None: per image).
 
     ``holds``: grows (gain ≥ Z·SE), no step down by more than Z·SE, and gain_hard > gain_easy. ``refuted``: the
     claim's reverse is shown — the gain ≤ −Z·SE (finer labels significantly worse), or gain_hard − gain_easy ≤
     −Z·SE (the gain significantly larger on the easy samples). Neither: the data cannot tell (undecided)."""
-    lv = gr.LEVELS
+    lv = list(correct)
     acc = {k: {"all": float(np.mean(c)), "easy": float(np.mean(c[~hard])) if (~hard).any() else math.nan,
                "hard": float(np.mean(c[hard])) if hard.any() else math.nan} for k, c in correct.items()}
     grp = None if groups is None else np.asarray(groups)
@@ -87,7 +87,7 @@ def probe_sane(correct: dict, own: dict, truth_is_planted: bool = False) -> None
     went unseen). Raises ValueError (the check fails). Skipped for the negative control (truth permuted on purpose)."""
     if truth_is_planted:
         return
-    lv = gr.LEVELS[0]
+    lv = next(iter(correct))  # the ladder's coarsest level: the target labels themselves
     acc = float(np.mean(correct[lv]))
     if acc < own[lv] - PROBE_SLACK:
         raise ValueError(f"the {lv} probe scores {acc:.3f} on the {lv} network's features, whose own head scores "
@@ -140,19 +140,20 @@ def constructed_correct(rng, quick: bool) -> tuple:
     return correct, hard_c[yte], yte
 
 
-def sensitivity(quick: bool, device, coarse_of, h) -> dict:
+def sensitivity(quick: bool, device, coarse_of, h, regime: str = "main") -> dict:
     """Rows of gr.SENSITIVITY: script- and code-point-pretrained accuracies of the script probe and the gain."""
     rows = {}
+    ends = (nw.levels(regime, quick)[0], nw.levels(regime, quick)[-1])
     for name, arch, epochs, why in gr.SENSITIVITY[bool(quick)]:
-        runs = gr.granularity_runs(quick, 0, device, arch, epochs, levels=(gr.LEVELS[0], gr.LEVELS[-1]))
-        fine = runs[gr.LEVELS[0]][f"{SPLIT}/fine"]
+        runs = gr.granularity_runs(quick, 0, device, arch, epochs, levels=ends, regime=regime)
+        fine = runs[ends[0]][f"{SPLIT}/fine"]
         hard = _hard_per_image(h, fine)
         row = {}
         for lv, r in runs.items():
             c = np.asarray(r[f"{SPLIT}/pred"]) == coarse_of[fine]
             row[lv] = [_f(c.mean()), _f(c[hard].mean()), _f(c[~hard].mean())]
             row[f"{lv}: own accuracy"] = _f(r[f"{SPLIT}/own_accuracy"])
-        row["gain all, hard, easy"] = [_f(a - b) for a, b in zip(row[gr.LEVELS[-1]], row[gr.LEVELS[0]])]
+        row["gain all, hard, easy"] = [_f(a - b) for a, b in zip(row[ends[-1]], row[ends[0]])]
         row["moves toward the paper"] = why
         rows[name] = row
     return rows
@@ -167,12 +168,12 @@ MIN_PER_SUBCLASS = 100  # FG App A.1.1 rebalances to "e.g. 1000 samples per subc
 MAX_HARD_SHARE = 0.5  # FG Sec 4 Remark: "easy samples should make up the majority of the training and testing samples"
 
 
-def regime(quick: bool, h: dict) -> dict:
+def regime(quick: bool, h: dict, which: str = "main") -> dict:
     """FG App A.1's conditions for 'finer labels help' ("as long as the finer-grained labels contain little noise,
     are well-aligned with the target label space, and sample count per subclass is not too limited"), measured in
-    this setup (Result.regime). The labels are noise-free and every code point nests in one script (aligned by
-    construction); the share of easy samples is FG Sec 4's condition."""
-    per = pt.sizes(quick)["per_class"]
+    the run of regime ``which`` (Result.regime). The labels are noise-free and every code point nests in one script
+    (aligned by construction); the share of easy samples is FG Sec 4's condition."""
+    per = nw.A1[bool(quick)]["per_class"] if which == "a1" else pt.sizes(quick)["per_class"]
     share = float(np.mean(h["hard"]))
     return {
         f"sample count per subclass not too limited (FG App A.1; A.1.1 rebalances to 'e.g. 1000 samples per "
@@ -218,44 +219,23 @@ def pool_step(per_net, k):
     return float(d.mean()), max(sd, float(np.sqrt(np.mean(se_w ** 2)))) / np.sqrt(len(d))
 
 
-@check(
-    "fg.label_granularity", equation="Sec 1, Fig 2, App A (A.1.3 k-means sub-labels, A.2 linear probing)", kind="sim",
-    seeds=1,
-    tolerance=f"on aug_test, the {NETS} networks per level pooled (mean of their gains, SE from their spread floored by "
-              f"their class-clustered SEs, t on {NETS - 1} df): acc(code point) − acc(script) ≥ t·SE, no step of the "
-              f"ladder script → k3 → k7 → code point down by more than t·SE, and gain_hard > gain_easy; refuted only "
-              f"when the reverse is shown (gain or gain_hard − gain_easy ≤ −t·SE) and FG's conditions hold (regime); "
-              f"every network trained (aug_test accuracy ≥ {nw.MIN_ACC:g} at its own level)",
-    tolerance_reason="'grows' must be told from the held-out sampling noise and from the network-to-network noise "
-                     "(FG's claim is about networks: three per level, their spread in the SE); the ladder is FG App "
-                     "A.1.3's construction (k-means sub-labels within each coarse class); 'the gain largest on hard "
-                     "samples' compares two gains. FG App A.1 states when finer labels help ('little noise, "
-                     "well-aligned with the target label space, sample count per subclass not too limited'): outside "
-                     "that regime a reversed gain is a finding in the regime, not a refutation; fixed before the runs",
-    negative_control="the probe's predictions scored against the script labels of a shuffled image order (a label "
-                     "array misaligned with the features): no granularity can then beat chance",
-    positive_control="FG's picture built into features (script-level: a one-hot of the script, of a wrong script for "
-                     "the hard classes; finer levels: a one-hot of the code point; plus noise), through the same "
-                     "linear probe and judge",
-    figures=("fg.glyph_granularity",), prepare=gp.granularity(NETS), cost=10,
-    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/networks.py)",
-)
-def label_granularity(ctx, planted, positive=False):
-    """FG Sec 1 / Fig 2 on glyph LeNets pretrained along a four-level ladder (module doc), networks pooled."""
-    if positive:
-        correct, hard, classes = constructed_correct(ctx.rng("positive"), ctx.quick)
-        v = judge_granularity(correct, hard, groups=classes)
-        return Result(measured=f"gain {v['total'][0]:+.3f}", expected="grows, largest on hard", holds=v["holds"],
-                      miss=v["max_miss"], details={"miss": v["miss"]})
-    h = gr.hard_classes(ctx.quick)
-    hardness_plain_check(h, gr.appearances(glyph_task(pt.task_config(ctx.quick)), h["classes"]))
-    coarse_of = np.asarray(glyph_task(pt.task_config(ctx.quick)).labels(gr.COARSE))
+def _ladder(ctx, planted: bool, which: str) -> dict:
+    """One regime's ladder read out and judged: per network (seeds from the run's), the probe's correctness at each
+    level on aug_test, pooled over the networks (:func:`pooled`); the details' rows prefixed by the regime."""
+    h, h_main = gr.hard_classes(ctx.quick, which), gr.hard_classes(ctx.quick)
+    task = glyph_task(pt.task_config(ctx.quick))
+    hardness_plain_check(h_main, gr.appearances(task, h_main["classes"]))
+    rows = np.searchsorted(h_main["classes"], h["classes"])  # a subset keeps its classes' rows of P's
+    if not (np.array_equal(h_main["classes"][rows], h["classes"]) and np.array_equal(h_main["hard"][rows], h["hard"])):
+        raise ValueError(f"fg.label_granularity: the {which} run's hard classes are not P's")
+    coarse_of = np.asarray(task.labels(gr.COARSE))
     seeds = range(ctx.seed, ctx.seed + (1 if ctx.quick else NETS))
     per_net, details, own_all = [], {}, []
     for sd in seeds:
-        runs = gr.granularity_runs(ctx.quick, sd, ctx.device)
+        runs = gr.granularity_runs(ctx.quick, sd, ctx.device, regime=which)
         correct, own = {}, {}
-        fine = runs[gr.LEVELS[0]][f"{SPLIT}/fine"]
+        first = next(iter(runs.values()))
+        fine = first[f"{SPLIT}/fine"]
         truth = coarse_of[fine]
         if planted:
             truth = truth[np.random.default_rng(sd).permutation(len(truth))]
@@ -279,39 +259,107 @@ def label_granularity(ctx, planted, positive=False):
     P = pooled(per_net)
     lowest = min(min(o.values()) for o in own_all)
     trained = lowest >= nw.MIN_ACC
-    holds = P["holds"] and trained
-    miss = P["max_miss"] if trained else max(P["max_miss"], nw.MIN_ACC / max(lowest, 1e-9), 1 + 1e-9)
     details.update({
         f"pooled over {P['networks']} networks (mean, SE; t = {P['z']:.2f})": {
             "gain code point − script": [_f(x) for x in P["total"]],
             **{f"step {k}": [_f(x) for x in st] for k, st in P["steps"].items()},
             "gain_hard − gain_easy": [_f(x) for x in P["hard_minus_easy"]]},
         "misses (tolerance units)": {k: _f(x) for k, x in P["miss"].items()},
-        "hard classes": f"{int(h['hard'].sum())} of {len(h['classes'])}",
+        "classes": f"{len(h['classes'])} code points, {int(h['hard'].sum())} hard",
         "SEs": "per network clustered by fine class; pooled from the networks' spread, floored by those"})
-    reg = None if planted else regime(ctx.quick, h)
+    ladder = " → ".join(f"{np.mean([v['acc'][lv]['all'] for v in per_net]):.3f}" for lv in per_net[0]["acc"])
+    return {"P": P, "details": details, "trained": trained, "lowest": lowest, "ladder": ladder, "h": h,
+            "coarse_of": coarse_of, "levels": list(per_net[0]["acc"])}
+
+
+def _summary(L: dict) -> str:
+    P = L["P"]
+    return (f"script-probe accuracy along the ladder {' → '.join(L['levels'])} (mean of {P['networks']} networks) "
+            f"{L['ladder']}; pooled gain {P['total'][0]:+.3f} (SE {P['total'][1]:.3f}), gain_hard − gain_easy "
+            f"{P['hard_minus_easy'][0]:+.3f} (SE {P['hard_minus_easy'][1]:.3f})")
+
+
+@check(
+    "fg.label_granularity", equation="Sec 1, Fig 2, App A (A.1.3 k-means sub-labels, A.2 linear probing)", kind="sim",
+    seeds=1,
+    tolerance=f"on aug_test, the {NETS} networks per level pooled (mean of their gains, SE from their spread floored by "
+              f"their class-clustered SEs, t on {NETS - 1} df): acc(code point) − acc(script) ≥ t·SE, no step of the "
+              f"ladder (script → k2 → k3 → code point, k-means within each script) down by more than t·SE, and gain_hard > "
+              f"gain_easy, judged on the run in FG App A.1's regime ({nw.A1[False]['per_class']} images per code "
+              f"point, easy classes the majority); refuted only when the reverse is shown (gain or gain_hard − "
+              f"gain_easy ≤ −t·SE) and FG's conditions hold (regime); "
+              f"every network trained (aug_test accuracy ≥ {nw.MIN_ACC:g} at its own level)",
+    tolerance_reason="'grows' must be told from the held-out sampling noise and from the network-to-network noise "
+                     "(FG's claim is about networks: three per level, their spread in the SE); the ladder is FG App "
+                     "A.1.3's construction (k-means sub-labels within each coarse class); 'the gain largest on hard "
+                     "samples' compares two gains. FG App A.1 states when finer labels help ('little noise, "
+                     "well-aligned with the target label space, sample count per subclass not too limited'): outside "
+                     "that regime a reversed gain is a finding in the regime, not a refutation; fixed before the runs",
+    negative_control="the probe's predictions scored against the script labels of a shuffled image order (a label "
+                     "array misaligned with the features): no granularity can then beat chance",
+    positive_control="FG's picture built into features (script-level: a one-hot of the script, of a wrong script for "
+                     "the hard classes; finer levels: a one-hot of the code point; plus noise), through the same "
+                     "linear probe and judge",
+    figures=("fg.glyph_granularity",), prepare=gp.granularity(NETS), cost=10,
+    reads="the VC/FG glyph pretraining network of each seed (sims/glyphs/networks.py) and the A.1 regime's networks",
+)
+def label_granularity(ctx, planted, positive=False):
+    """FG Sec 1 / Fig 2 on glyph LeNets pretrained along a k-means ladder (module doc), networks pooled. Judged on
+    the run in FG App A.1's regime (sims.glyphs.networks.A1), the paper's stated conditions measured; the main
+    105-class run (24 images per code point: outside A.1) is reported beside it."""
+    if positive:
+        correct, hard, classes = constructed_correct(ctx.rng("positive"), ctx.quick)
+        v = judge_granularity(correct, hard, groups=classes)
+        return Result(measured=f"gain {v['total'][0]:+.3f}", expected="grows, largest on hard", holds=v["holds"],
+                      miss=v["max_miss"], details={"miss": v["miss"]})
+    A = _ladder(ctx, planted, "a1")  # the judged run
+    P, trained, lowest = A["P"], A["trained"], A["lowest"]
+    holds = P["holds"] and trained
+    miss = P["max_miss"] if trained else max(P["max_miss"], nw.MIN_ACC / max(lowest, 1e-9), 1 + 1e-9)
+    a1 = nw.A1[bool(ctx.quick)]
+    details = {"judged run: FG App A.1's regime": (
+        f"per script the {a1['easy']} code points of the main run's classes best aligned with their script's common "
+        f"appearance and the {a1['hard']} worst aligned, {a1['per_class']} training images each, ladder "
+        f"{' → '.join(A['levels'])} (sims.glyphs.networks.A1)"),
+        **{f"A.1 regime: {k}": v for k, v in A["details"].items()}}
+    reg = None if planted else regime(ctx.quick, A["h"], "a1")
+    main = None
+    if not planted:  # the main run, outside A.1: reported beside the judged one
+        main = _ladder(ctx, False, "main")
+        details.update({f"main regime (outside A.1): {k}": v for k, v in main["details"].items()})
+        details["main regime (outside A.1): FG's conditions"] = regime(ctx.quick, main["h"], "main")
     sens = None
     if not planted and trained and not holds:  # before a refutation: the choices FG leaves open, moved its way
-        sens = sensitivity(ctx.quick, ctx.device, coarse_of, h)
-        details["sensitivity (seed 0, script vs code-point pretraining, aug_test: acc all, hard, easy)"] = sens
+        sens = sensitivity(ctx.quick, ctx.device, A["coarse_of"], A["h"], "a1")
+        details["A.1 regime: sensitivity (seed 0, script vs code-point pretraining, aug_test: acc all, hard, easy)"] = sens
     undecided = finding = None
-    ladder = " → ".join(f"{np.mean([v['acc'][lv]['all'] for v in per_net]):.3f}" for lv in gr.LEVELS)
+    main_text = ""
+    if main is not None:
+        mc = [k for k, v in details["main regime (outside A.1): FG's conditions"].items() if not v["holds"]]
+        main_text = (f" In the main run outside A.1 ({len(main['h']['classes'])} code points, "
+                     f"{pt.sizes(ctx.quick)['per_class']} images each; {len(mc)} of FG's conditions fail): "
+                     f"{_summary(main)}; "
+                     + ("finer labels helped there too." if main["P"]["holds"] else
+                        "the reverse is shown there." if main["P"]["refuted"] else "neither shown nor reversed there."))
     if not planted:
         if not trained:
             undecided = f"not every network is trained: lowest own aug_test accuracy {lowest:.3f} < {nw.MIN_ACC:g}"
         elif not holds:
             bad = [k for k, x in P["miss"].items() if x > 1]
-            finding = (f"{', '.join(bad)} does not hold: script-probe accuracy along the ladder (mean of "
-                       f"{P['networks']} networks) {ladder}; pooled gain {P['total'][0]:+.3f} (SE {P['total'][1]:.3f}), "
-                       f"gain_hard − gain_easy {P['hard_minus_easy'][0]:+.3f} (SE {P['hard_minus_easy'][1]:.3f}). "
-                       "Sensitivity (code point − script gain, all/hard/easy): "
-                       + "; ".join(f"{k}: {row['gain all, hard, easy']}" for k, row in (sens or {}).items()) + ".")
+            finding = (f"In FG App A.1's regime, {', '.join(bad)} does not hold: {_summary(A)}. Sensitivity (code "
+                       "point − script gain, all/hard/easy): "
+                       + "; ".join(f"{k}: {row['gain all, hard, easy']}" for k, row in (sens or {}).items()) + "."
+                       + main_text)
             if not P["refuted"]:
                 undecided = (f"neither shown nor reversed: pooled gain {P['total'][0]:+.3f} (SE {P['total'][1]:.3f}), "
                              f"gain_hard − gain_easy {P['hard_minus_easy'][0]:+.3f} (SE {P['hard_minus_easy'][1]:.3f})")
             elif sens and any(row["gain all, hard, easy"][0] > 0 and row["gain all, hard, easy"][1] >
                               row["gain all, hard, easy"][2] for row in sens.values()):
                 undecided = "the finding goes away in a regime moved toward the paper's (details: sensitivity)"
-    measured = f"acc {ladder}; pooled gain {P['total'][0]:+.3f} ± {P['total'][1]:.3f}"
+        else:
+            finding = f"Holds in FG App A.1's regime: {_summary(A)}." + main_text
+    measured = f"acc {A['ladder']}; pooled gain {P['total'][0]:+.3f} ± {P['total'][1]:.3f}"
+    if main is not None:
+        measured += f" (main run, outside A.1: acc {main['ladder']})"
     return Result(measured=measured, expected="grows (≥ t·SE), gain_hard > gain_easy", holds=bool(holds),
                   miss=float(miss), details=details, finding=finding, undecided=undecided, regime=reg)
