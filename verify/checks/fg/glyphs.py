@@ -13,6 +13,13 @@ images (FG assumes no distribution shift; face_test reported). Hard samples: ima
 pixel appearance is closer to another script's common appearance than to its own script's. Every network must be
 trained (aug_test accuracy at its own level ≥ MIN_ACC), else the run is undecided.
 
+Two runs of that construction (fixed before either was run): the **judged** run in FG App A.1's regime
+(sims.glyphs.networks.A1: per script the 3 code points of P best aligned with their script's common appearance and
+the 2 worst aligned, 35 classes, 100 training images each — "sample count per subclass not too limited", easy
+samples the majority — ladder script (7) → k = 2 (14) → k = 3 (21) → code point (35)), and the main run above (24
+images per code point, about half the classes hard: outside A.1), reported beside it. Hardness is a class's own
+property (its script's common appearance over all of P), so the A.1 subset keeps P's hard/easy labels.
+
 Judged once over three networks per level (FG's claim is about networks): per network, paired per-image
 correctness with SEs clustered by fine class; pooled, the mean of the networks' gains with an SE from their spread
 (floored by their own SEs) and t on 2 df. Holds: the gain code point − script ≥ t·SE, no step of the ladder down by
