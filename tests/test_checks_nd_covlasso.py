@@ -74,11 +74,24 @@ def test_conjecture1_is_reported_with_a_saved_counterexample(tmp_path):
     out = run_quick("nd.conjecture1", tmp_path=tmp_path)
     assert out.status == "reported", (out.error, out.details)
     assert out.negative_control_result == "failed as it should"
-    assert out.positive_control_result == "held as it should" and out.positive_miss == 0
+    assert out.positive_control_result == "held as it should" and out.positive_miss < 1e-3  # θ̂ to rounding
+    assert out.control_miss > 1  # the bar at λ: violations on covariances where Conj 1 holds
     assert 0 < out.measured < 0.2  # seldom wrong, but wrong
     rec = json.loads((tmp_path / out.artifacts[0]).read_text())
     assert rec["|Cov_ij|"] < rec["lambda/2"] and rec["theta"][rec["j"]] != 0
     assert rec["kkt violation"] <= 1e-9
+
+
+def test_conjecture1_positive_control_pins_the_values_not_only_the_zeros(tmp_path, monkeypatch):
+    """A solver whose nonzero coefficients are 1 % off keeps every zero where it was: the zero pattern alone would
+    pass it; the closed form θ̂_j = soft(b̂_j, λ/2)/Ĉov_jj does not, so the check fails instead of reporting."""
+    import verify.checks.nd.conjecture1 as conj
+
+    real = conj.covlasso
+    monkeypatch.setattr(conj, "covlasso", lambda c, i, lam: 1.01 * real(c, i, lam))
+    out = run_quick("nd.conjecture1", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.positive_miss)
+    assert out.positive_control_result != "held as it should" and out.positive_miss > 1e6
 
 
 def test_markov_erratum_is_recorded():

@@ -77,10 +77,14 @@ def _family_matrices(rng, quick: bool):
     reports=True, figures=("nd.fig3_cov_vs_theta",),
     tolerance_reason="a conjecture: we measure how often |E[f_i f_j]| < λ/2 coexists with θ_j ≠ 0 and search for "
                      "the worst counterexample",
-    negative_control="the converse claim 'θ_j ≠ 0 whenever |E[f_i f_j]| ≥ λ/2' on the same problems (reading Fig 3's "
-                     "bar as an inclusion rule as well as an exclusion rule), which must fail",
+    negative_control="bug: the bar at λ instead of λ/2 (the lasso's ½-scaling slip), on the positive control's "
+                     "covariances, where Conj 1 holds: the categories with λ/2 ≤ |b̂_j| < λ are screened yet nonzero, so "
+                     "violations appear where there are none",
     positive_control="the same comparison for target 0 of covariances whose other logits are mutually uncorrelated "
-                     "(Ĉov diagonal, b̂ arbitrary): θ̂_j = soft(b̂_j, λ/2)/Ĉov_jj, so |b̂_j| < λ/2 ⇒ θ_j = 0 by construction",
+                     "(Ĉov diagonal, b̂ arbitrary): θ̂_j = soft(b̂_j, λ/2)/Ĉov_jj, so |b̂_j| < λ/2 ⇒ θ_j = 0 by "
+                     "construction; and the library's θ̂ must equal that closed form (max |θ̂ − closed form| ≤ 1e−9·"
+                     "max(1, |θ|): a solver with the wrong λ scaling or a wrong update fails even where the zero "
+                     "pattern survives)",
 )
 @_one_blas_thread
 def conjecture1(ctx, planted, positive=False):
@@ -88,33 +92,40 @@ def conjecture1(ctx, planted, positive=False):
     rhos = (0.1, 0.3, 0.5, 0.7, 0.9)
     rates = {}
     tot_prob = tot_prob_viol = tot_screen = tot_screen_viol = 0
-    families = _orthogonal_predictors(rng, ctx.quick) if positive else _family_matrices(rng, ctx.quick)
+    constructed = positive or planted  # the control's covariances, where Conj 1 holds for target 0
+    families = _orthogonal_predictors(rng, ctx.quick) if constructed else _family_matrices(rng, ctx.quick)
+    closed_dev = 0.0
     for name, mats in families.items():
         prob = prob_viol = screen = screen_viol = 0
         for c in mats:
             n = c.shape[0]
-            for i in ([0] if positive else range(0, n, 2)):
+            for i in ([0] if constructed else range(0, n, 2)):
                 rest, _, b = _split(c, i)
                 lm = 2 * np.abs(b).max()
                 for rho in rhos:
                     th = covlasso(c, i, rho * lm)[rest]
-                    below = np.abs(b) < rho * lm / 2
-                    sel = ~below if planted else below  # planted: the converse, |b̂_j| ≥ λ/2 ⇒ θ_j ≠ 0
-                    bad = sel & ((th == 0) if planted else (th != 0))
+                    if positive:  # diagonal Ĉov: θ̂_j = soft(b̂_j, λ/2)/Ĉov_jj exactly
+                        d = np.diag(c)[rest]
+                        closed = np.sign(b) * np.maximum(np.abs(b) - rho * lm / 2, 0.0) / d
+                        closed_dev = max(closed_dev, float(np.max(np.abs(th - closed)) / max(1.0, np.abs(closed).max())))
+                    below = np.abs(b) < (rho * lm if planted else rho * lm / 2)  # planted: the bar at λ
+                    sel = below
+                    bad = sel & (th != 0)
                     prob += 1
                     prob_viol += int(bad.any())
                     screen += int(sel.sum())
                     screen_viol += int(bad.sum())
         rates[name] = {"problems (i, λ) with a violation": f"{prob_viol}/{prob}",
-                       "screened j that are nonzero" if not planted else "j above the bar that are zero":
-                           f"{screen_viol}/{screen} = {screen_viol / max(screen, 1):.2%}"}
+                       "screened j that are nonzero": f"{screen_viol}/{screen} = {screen_viol / max(screen, 1):.2%}"}
         tot_prob += prob
         tot_prob_viol += prob_viol
         tot_screen += screen
         tot_screen_viol += screen_viol
     details = {"per family": rates, "λ": "ρ·λ_max(i), ρ ∈ {0.1, 0.3, 0.5, 0.7, 0.9}"}
     fam_screen, fam_viol = tot_screen, tot_screen_viol
-    if not ctx.quick and not positive:
+    if positive:
+        details["max |θ̂ − soft(b̂, λ/2)/Ĉov_jj| / max(1, |θ|) (tol 1e-9)"] = closed_dev
+    if not ctx.quick and not constructed:
         # at a classifier-like scale: every category of a 500-class massive-category model at once
         F, _, _ = massive_category_logits(5000, 500, 300, ctx.rng("large"), noise=0.05)
         c = gram(F)
@@ -127,8 +138,8 @@ def conjecture1(ctx, planted, positive=False):
             np.fill_diagonal(below, False)
             nz = Theta != 0
             np.fill_diagonal(nz, False)
-            sel = ~below if planted else below
-            bad = sel & (~nz if planted else nz)
+            sel = below
+            bad = sel & nz
             np.fill_diagonal(bad, False)
             tot_screen += int(sel.sum())
             tot_screen_viol += int(bad.sum())
@@ -187,8 +198,9 @@ def conjecture1(ctx, planted, positive=False):
                                     f"{v['share of true zeros the bar screens out']} of the true zeros"
                                     for k, v in big.items()) + ".")
     rate = tot_screen_viol / max(tot_screen, 1)
+    miss = max(float(tot_screen_viol / 0.5), closed_dev / 1e-9)
     return Result(
         measured=rate, expected="0 if the conjecture held (fraction of screened categories with θ_j ≠ 0)",
-        holds=bool(tot_screen_viol == 0), miss=float(tot_screen_viol / 0.5), details=details, finding=finding,
+        holds=bool(miss <= 1), miss=miss, details=details, finding=finding,
         artifacts=artifacts,
     )
