@@ -95,11 +95,22 @@ def diagonal_layers(n, L, rng, pool):
     return _rotate(r, rng, pool), logd
 
 
-def rotated_benettin_sums(ns, cp, trials, rng, layers=bartlett_layers):
+def explicit_log_svals(P, mats):
+    """The explicit-product reading (the negative control's slip): P ← J_l P / ‖J_l P‖_F over ``mats``, then log of
+    the singular values of P (log σ_k up to a constant shared by every k: the ratios are what is read). Below
+    σ_k/σ_1 ≈ 1e−16 the SVD returns rounding noise instead of the true ratio. Returns (P, log σ)."""
+    for m in mats:
+        P = m @ P
+        P /= np.linalg.norm(P)
+    return P, np.log(np.maximum(np.linalg.svd(P, compute_uv=False), np.finfo(float).tiny))
+
+
+def rotated_benettin_sums(ns, cp, trials, rng, layers=bartlett_layers, explicit=False):
     """Positive-control data: the library's Benettin estimator (:func:`sims.random_matrix.benettin_given`, the
     kernel behind :func:`~sims.random_matrix.benettin_sums`) run on ``layers`` (rotated triangular layers with known
     diagonals), per depth segment (a fresh O_0 = I per segment: the sums add). Returns ({"sums_<n>": (trials,
-    len(cp), n)}, max per-layer deviation of the estimator's sums from the exact Σ log R_kk)."""
+    len(cp), n)}, max per-layer deviation of the estimator's sums from the exact Σ log R_kk). ``explicit``: the
+    same layers read by :func:`explicit_log_svals` instead (the negative control's slip; deviation 0)."""
     d, dev = {}, 0.0
     for n in ns:
         pool = []
@@ -109,9 +120,13 @@ def rotated_benettin_sums(ns, cp, trials, rng, layers=bartlett_layers):
         pool = np.asarray(pool)
         out = np.empty((trials, len(cp), n))
         for t in range(trials):
-            acc, prev = np.zeros(n), 0
+            acc, prev, P = np.zeros(n), 0, np.eye(n)
             for i, c in enumerate(cp):
                 mats, logd = layers(n, int(c) - prev, rng, pool)
+                if explicit:
+                    P, out[t, i] = explicit_log_svals(P, mats)
+                    prev = int(c)
+                    continue
                 est = rm.benettin_given(mats)
                 dev = max(dev, float(np.max(np.abs(est - logd.sum(0)))) / (int(c) - prev))
                 acc = acc + est
