@@ -137,3 +137,13 @@ def test_a_class_counted_in_its_own_scripts_mean_is_a_fail():
     own_in = np.array([A[i] @ A[c == c[i]].mean(0) / np.linalg.norm(A[c == c[i]].mean(0)) for i in range(len(A))])
     with pytest.raises(ValueError, match="leave-one-out"):
         G.hardness_plain_check({**h, "own": own_in, "hard": h["other"] > own_in}, A)
+
+
+def test_largest_on_hard_must_be_shown_not_only_positive():
+    """gain_hard − gain_easy > 0 but inside its SE: 'largest on hard' is not shown (a referee found the old rule,
+    1 − d/(|d| + SE), passed any positive d)."""
+    c, hard = _arrays((0.5, 0.6, 0.7, 0.8), (0.5, 0.6, 0.7, 0.81))
+    v = G.judge_granularity(c, hard)
+    d, se = v["hard_minus_easy"]
+    assert 0 < d < G.Z * se
+    assert v["miss"]["largest on hard"] > 1 and not v["holds"]

@@ -23,7 +23,7 @@ property (its script's common appearance over all of P), so the A.1 subset keeps
 Judged once over three networks per level (FG's claim is about networks): per network, paired per-image
 correctness with SEs clustered by fine class; pooled, the mean of the networks' gains with an SE from their spread
 (floored by their own SEs) and t on 2 df. Holds: the gain code point − script ≥ t·SE, no step of the ladder down by
-more than t·SE, gain_hard > gain_easy. Refuted only when the reverse is shown (the gain, or gain_hard − gain_easy,
+more than t·SE, gain_hard − gain_easy ≥ t·SE. Refuted only when the reverse is shown (the gain, or gain_hard − gain_easy,
 ≤ −t·SE) *and* FG's stated conditions hold here (App A.1: enough images per subclass, labels aligned with the
 target: measured as ``Result.regime``); otherwise a finding in this regime (reported).
 """
@@ -58,7 +58,7 @@ def judge_granularity(correct: dict, hard: np.ndarray, groups=None) -> dict:
     """correct: {level: bool per image} in ladder order (coarse → fine); hard: bool per image; groups: the
     images' clusters for the SEs (their fine classes; None: per image).
 
-    ``holds``: grows (gain ≥ Z·SE), no step down by more than Z·SE, and gain_hard > gain_easy. ``refuted``: the
+    ``holds``: grows (gain ≥ Z·SE), no step down by more than Z·SE, and gain_hard − gain_easy ≥ Z·SE. ``refuted``: the
     claim's reverse is shown — the gain ≤ −Z·SE (finer labels significantly worse), or gain_hard − gain_easy ≤
     −Z·SE (the gain significantly larger on the easy samples). Neither: the data cannot tell (undecided)."""
     lv = list(correct)
@@ -74,7 +74,8 @@ def judge_granularity(correct: dict, hard: np.ndarray, groups=None) -> dict:
     ge, see = paired(correct[lv[0]][~hard], correct[lv[-1]][~hard], sub(~hard)) if (~hard).any() else (math.nan, math.inf)
     d = gh - ge
     se_d = math.sqrt(seh ** 2 + see ** 2)
-    miss_hard = 1 - d / (abs(d) + se_d) if np.isfinite(d) and se_d > 0 else (0.0 if d > 0 else math.inf)
+    # shown, like 'grows': gain_hard − gain_easy ≥ Z·SE (a positive point estimate alone is not evidence)
+    miss_hard = Z * se_d / d if np.isfinite(d) and d > 0 else math.inf
     miss = max(miss_grow, miss_steps, miss_hard)
     refuted = bool(total <= -Z * se_total or (np.isfinite(d) and d <= -Z * se_d))
     return {"acc": acc, "total": (total, se_total), "steps": steps, "gain_hard": (gh, seh), "gain_easy": (ge, see),
@@ -211,7 +212,7 @@ def pooled(per_net: list) -> dict:
     hme = pool("hard_minus_easy")
     miss_grow = z * total[1] / total[0] if total[0] > 0 else math.inf
     miss_steps = max(max(0.0, -d) / (z * se) if se > 0 else (0.0 if d >= 0 else math.inf) for d, se in steps.values())
-    miss_hard = 1 - hme[0] / (abs(hme[0]) + hme[1]) if hme[1] > 0 else (0.0 if hme[0] > 0 else math.inf)
+    miss_hard = z * hme[1] / hme[0] if hme[0] > 0 else math.inf  # shown: gain_hard − gain_easy ≥ t·SE
     miss = max(miss_grow, miss_steps, miss_hard)
     refuted = bool(total[0] <= -z * total[1] or hme[0] <= -z * hme[1])
     return {"total": total, "steps": steps, "hard_minus_easy": hme, "z": z, "networks": n,
@@ -291,8 +292,8 @@ def _summary(L: dict) -> str:
     seeds=1,
     tolerance=f"on aug_test, the {NETS} networks per level pooled (mean of their gains, SE from their spread floored by "
               f"their class-clustered SEs, t on {NETS - 1} df): acc(code point) − acc(script) ≥ t·SE, no step of the "
-              f"ladder (script → k2 → k3 → code point, k-means within each script) down by more than t·SE, and gain_hard > "
-              f"gain_easy, judged on the run in FG App A.1's regime ({nw.A1[False]['per_class']} images per code "
+              f"ladder (script → k2 → k3 → code point, k-means within each script) down by more than t·SE, and gain_hard − "
+              f"gain_easy ≥ t·SE, judged on the run in FG App A.1's regime ({nw.A1[False]['per_class']} images per code "
               f"point, easy classes the majority); refuted only when the reverse is shown (gain or gain_hard − "
               f"gain_easy ≤ −t·SE) and FG's conditions hold (regime); "
               f"every network trained (aug_test accuracy ≥ {nw.MIN_ACC:g} at its own level)",
@@ -368,5 +369,5 @@ def label_granularity(ctx, planted, positive=False):
     measured = f"acc {A['ladder']}; pooled gain {P['total'][0]:+.3f} ± {P['total'][1]:.3f}"
     if main is not None:
         measured += f" (main run, outside A.1: acc {main['ladder']})"
-    return Result(measured=measured, expected="grows (≥ t·SE), gain_hard > gain_easy", holds=bool(holds),
+    return Result(measured=measured, expected="grows (≥ t·SE), gain_hard − gain_easy ≥ t·SE", holds=bool(holds),
                   miss=float(miss), details=details, finding=finding, undecided=undecided, regime=reg)
