@@ -105,3 +105,22 @@ def test_p3_psi_law_rank_with_half_log_eps(monkeypatch, tmp_path):
     out = run_quick("rd.lyapunov_law", tmp_path=tmp_path)
     assert out.status == "fail", (out.status, out.positive_miss)
     assert out.positive_control_result != "held as it should" and out.positive_miss >= 2
+
+
+def test_fan_in_scaled_gaussian_layers_fail_thm5_and_cor1(monkeypatch, tmp_path):
+    """A referee's plant: Gaussian layers drawn N(0, 1/n) (fan-in scaling) instead of RD's N(0, 1). Every exponent
+    shifts by −½ log n, so the Benettin z-test and Cor 1's rate miss by far — before, both checks published that
+    as `refuted`. The guard on the library's own layers (mean 0, variance 1 within 6 SE) makes them `fail`."""
+    _private_cache(monkeypatch, tmp_path)
+    orig = rm.draw_layers
+
+    def fan_in(gens, dist, out):
+        orig(gens, dist, out)
+        if dist == "gaussian":
+            out /= np.sqrt(out.shape[1])
+
+    monkeypatch.setattr(rm, "draw_layers", fan_in)
+    for cid in ("rd.lyapunov_law", "rd.gradient_explosion"):
+        out = run_quick(cid, tmp_path=tmp_path)
+        assert out.status == "fail", (cid, out.status, out.error)
+        assert "not N(0, 1)" in (out.error or ""), out.error

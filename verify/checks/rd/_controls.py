@@ -142,6 +142,26 @@ def lyap_closed_form(n):
     return 0.5 * (np.log(2.0) + special.digamma(nu)), 0.5 * np.sqrt(special.polygamma(1, nu))
 
 
+def gaussian_layers_guard(ns, what: str) -> dict:
+    """The claim's layers are n×n with iid N(0, 1) entries (RD Thm 5, Cor 1: the law's constants assume unit
+    variance; N(0, 1/n) shifts every exponent by −½ log n). Pool the library's own first layers
+    (:func:`sims.random_matrix.layer_matrix`, drawn as the kernels draw them) of ⌈4096/n²⌉ seeds per n and require
+    |mean| ≤ 6/√N and |variance − 1| ≤ 6·√(2/N) (N entries; Var(x²) = 2 for a Gaussian). ValueError naming ``what``
+    otherwise: a sampler slip makes the check fail instead of publishing a verdict on other layers."""
+    out = {}
+    for n in ns:
+        m = max(1, -(-4096 // (n * n)))
+        x = np.concatenate([rm.layer_matrix(int(n), "gaussian", seed=s).ravel() for s in range(m)])
+        N = x.size
+        mean, var = float(x.mean()), float(x.var())
+        out[f"n={n}"] = {"entries": N, "mean": mean, "variance": var}
+        if abs(mean) > 6 / np.sqrt(N) or abs(var - 1) > 6 * np.sqrt(2 / N):
+            raise ValueError(f"{what}: the library's Gaussian layers are not N(0, 1) (n = {n}: mean {mean:.4g}, "
+                             f"variance {var:.4g} over {N} entries; allowed |mean| ≤ {6 / np.sqrt(N):.3g}, "
+                             f"|variance − 1| ≤ {6 * np.sqrt(2 / N):.3g})")
+    return out
+
+
 #: Depths and ε at which the ψ-law rank is pinned against the closed form: the counts change over this grid.
 PSI_RANK_DEPTHS = (1, 2, 5, 10, 20, 50, 125, 500)
 PSI_RANK_EPS = (1e-1, 1e-3, 1e-6)
