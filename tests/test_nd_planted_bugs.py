@@ -100,3 +100,21 @@ def test_thm1_fails_without_covlasso_theta(theta, monkeypatch, tmp_path):
     out = run_quick("nd.markov_bound", tmp_path=tmp_path)
     assert out.status in FAILED, (out.status, out.miss)
     assert out.details["Thm 1 claim (judged at N_fit = 100·n): max P(|f_i − Σθ_j f_j| ≥ ε)/δ"] > 1
+
+
+def test_relative_lambda_without_the_factor_two_fails_lambda_max(monkeypatch, tmp_path):
+    """A referee's plant: covlasso's ρ → λ conversion (resolve_lambda) with λ_max(i) = max|Cov₋ᵢ,ᵢ| (the factor 2
+    lost). The 16 ND statuses did not move and only a unit test saw it; nd.lambda_max now also requires the
+    library's relative-λ paths to leave −e_i at ρ = 1, where its own λ_max formula does."""
+    import theory.covlasso as cl
+
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tmp_path / "cache"))
+    real = cl.resolve_lambda
+
+    def halved(cov, i, lam, rho):
+        return real(cov, i, lam, rho) / 2.0 if rho is not None else real(cov, i, lam, rho)
+
+    monkeypatch.setattr(cl, "resolve_lambda", halved)
+    out = run_quick("nd.lambda_max", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.miss)
+    assert out.details["relative-λ paths (covlasso, covlasso_all with rho=) not leaving −e_i between ρ = 1 ± δ (tol 0)"]

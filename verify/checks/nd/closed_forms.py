@@ -12,7 +12,7 @@ from sims.nd_models import kkt_floor, remark2_regimes
 from sims.spd import lowrank_logits, second_moment_of_model, singular_logit_model, spd_with_condition
 from sims.threads import single_threaded
 from theory import dependency as dep
-from theory.covlasso import covlasso, covlasso_cd, kkt_violation
+from theory.covlasso import covlasso, covlasso_all, covlasso_cd, kkt_violation
 from theory.symbolic import nd as sym
 from verify.checks.nd._floor_families import _correlation_kappa, _heterogeneous_cases
 from verify.registry import Result, check
@@ -191,7 +191,7 @@ def lambda_max_check(ctx, planted):
     rng = ctx.rng("covs")
     count = 12 if ctx.quick else 60
     delta = 1e-3
-    worst, kkt_worst, err_gap, examples = 0.0, 0.0, 0.0, []
+    worst, kkt_worst, err_gap, examples, rel_paths = 0.0, 0.0, 0.0, [], []
     for t in range(count):
         n = int(rng.integers(3, 26))
         c = dep.second_moment(lowrank_logits(3 * n, n, max(1, n // 2), 0.1, rng)) if t % 2 else spd_with_condition(
@@ -214,15 +214,23 @@ def lambda_max_check(ctx, planted):
         lam_true = np.sqrt(lo * hi)
         gap = abs(lam_true / claim - 1)
         worst = max(worst, gap)
+        # the library's other λ_max code paths, through their public relative-λ arguments (λ = ρ·λ_max(i)): the
+        # solution must leave −e_i between ρ = 1 ± δ, as the independent solver's does at λ_true
+        for name, solve in (("covlasso(rho=)", lambda r: covlasso(c, i, rho=r)),
+                            ("covlasso_all(rho=)", lambda r: covlasso_all(c, rho=r)[i])):
+            if not (np.array_equal(solve(1 + delta), e_i) and not np.array_equal(solve(1 - delta), e_i)):
+                rel_paths.append({"path": name, "n": n, "i": i})
         above = covlasso_cd(c, i, lam_true * (1 + delta))
         kkt_worst = max(kkt_worst, kkt_violation(c, i, lam_true * (1 + delta), above))
         err_gap = max(err_gap, abs(dep.prediction_error(c, above) - c[i, i]) / c[i, i])
         if gap > delta and len(examples) < 3:
             examples.append({"n": n, "i": i, "λ_true": lam_true, "formula": claim})
-    miss = max(worst / delta, err_gap / 1e-12)
+    miss = max(worst / delta, err_gap / 1e-12, 2.0 * len(rel_paths))
     return Result(
         measured=worst, expected=f"<= {delta:g} (|λ_true/λ_max − 1|)", holds=bool(miss <= 1), miss=float(miss),
         details={"covariances": count, "largest |λ_true/λ_max − 1|": worst, "examples off by more than δ": examples,
+                 "relative-λ paths (covlasso, covlasso_all with rho=) not leaving −e_i between ρ = 1 ± δ (tol 0)":
+                     rel_paths[:5] + ([f"… {len(rel_paths)} in all"] if len(rel_paths) > 5 else []),
                  "worst KKT violation of the solver (units of λ_max)": kkt_worst,
                  "max |err(θ*(λ ≥ λ_max)) − Cov_ii|/Cov_ii (must be 0: tolerance 1e-12)": err_gap},
     )
