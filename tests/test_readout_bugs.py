@@ -136,3 +136,22 @@ def test_held_out_guard_compares_rows_byte_for_byte():
     check_held_out(a[:2], a[2:], "x")
     with pytest.raises(ValueError, match="1 of the held-out images"):
         check_held_out(a[:2], a[1:3], "x")
+
+
+def test_p_pretrain_that_is_not_the_held_out_accuracy_fails():
+    """A referee's plant: vc.transfer_correlation's p_pretrain read on the training split (the training logits
+    scored; the held-out guard saw the right images go by) changed no status. The check now reads every p_pretrain
+    again through the registry's held-out accuracy (sims.glyphs.networks.accuracy) and fails beyond 2 images. In
+    full mode the training accuracy is far from the held-out one; the quick networks are barely trained (train 0.100
+    vs held-out 0.092 on 120 images), so this test gives the cross-check points 3 images off."""
+    from sims.glyphs import networks as nw
+    from verify.checks.vc import sec6_glyphs as vg
+
+    pts = vce.transfer_grid(True, 0)
+    assert vg.p_pretrain_cross_check(pts, True, 0, None)["largest |p_pretrain − registry's aug_test accuracy| in "
+                                                          "images (≤ 2)"] <= 2
+    n = nw.accuracy(nw.pretrain(True, "fine", 1.0, 0.0, 0), True)["n"]["aug_test"]
+    bad = {g: [dict(p) for p in v] for g, v in pts.items()}
+    bad["lambda"][0]["p_pretrain"] = float(bad["lambda"][0]["p_pretrain"]) + 3.0 / n
+    with pytest.raises(ValueError, match="p_pretrain of the"):
+        vg.p_pretrain_cross_check(bad, True, 0, None)

@@ -365,6 +365,26 @@ REFUTE_MIN_SEEDS = 3
 SENSITIVITY_SEED = 0
 
 
+def p_pretrain_cross_check(pts: dict, quick: bool, seed: int, device) -> dict:
+    """Each point's p_pretrain read again by the registry (sims.glyphs.networks.accuracy: the network's own held-out
+    aug_test images, another forward pass): they may differ by float32 near-ties only (≤ 2 images), else the
+    read-out scored other images or other weights (ValueError: the check fails)."""
+    grids = {"tau": [(t, 0.0) for t in ve.TAU_GRID[bool(quick)]],
+             "lambda": [(1.0, lam) for lam in ve.LAMBDA_GRID[bool(quick)]]}
+    worst = 0.0
+    for g, pairs in grids.items():
+        for (t, lam), p in zip(pairs, pts[g]):
+            ref = nw.accuracy(nw.pretrain(quick, "fine", t, lam, seed), quick, device)
+            n = ref["n"]["aug_test"]
+            diff = abs(float(p["p_pretrain"]) - ref["aug_test"])
+            worst = max(worst, diff * n)
+            if diff * n > 2 + 1e-9:
+                raise ValueError(f"vc.transfer_correlation: p_pretrain of the (τ = {t:g}, λ = {lam:g}) network is "
+                                 f"{float(p['p_pretrain']):.4f}, its held-out aug_test accuracy {ref['aug_test']:.4f} "
+                                 f"({n} images): the read-out scored other images or weights")
+    return {"largest |p_pretrain − registry's aug_test accuracy| in images (≤ 2)": worst}
+
+
 @check(
     "vc.transfer_correlation", equation="Sec 6.3, Fig 7, Eq 6, App C Tables 1–2", kind="sim", seeds=TRANSFER_SEEDS,
     tolerance=f"Pearson r(VCI, MLOG) ≥ r_crit (one-sided {ALPHA:g} critical value: 0.729 for 6 networks) in both the τ "
@@ -387,6 +407,7 @@ SENSITIVITY_SEED = 0
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
     pts = ve.transfer_grid(ctx.quick, ctx.seed, ctx.device)
+    cross = p_pretrain_cross_check(pts, ctx.quick, ctx.seed, ctx.device)
     groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), group_mlog(pts[g])) for g in pts}
     if positive or planted:  # both controls on data where the claim holds by construction; the negative one with
         groups = _constructed_groups(ctx.rng("positive"), groups, "lambda" if planted else None)  # its mistake
@@ -397,6 +418,7 @@ def transfer_correlation(ctx, planted, positive=False):
     miss = v["miss"] if trained else max(v["miss"], nw.MIN_ACC / max(min(accs), 1e-9), 1.0 + 1e-9)
     grids = {"tau": ve.TAU_GRID[bool(ctx.quick)], "lambda": ve.LAMBDA_GRID[bool(ctx.quick)]}
     details = {
+        "p_pretrain read again by the registry": cross,
         "Pearson r with MLOG (τ group at λ = 0; λ group at τ = 1)": {g: {m: round(x, 3) for m, x in v["r"][g].items()}
                                                                     for g in v["r"]},
         "r_crit per group": {g: round(x, 3) for g, x in v["r_crit"].items()},
