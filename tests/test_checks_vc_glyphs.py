@@ -193,6 +193,7 @@ def test_the_controls_run_on_data_where_the_claim_holds(slope, monkeypatch):
         for p in pts[g]:
             p["seconds"] = 1.0
     monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "p_pretrain_cross_check", lambda *a: {})  # made-up points: no network to read again
     ctx = _ctx("vc.transfer_correlation")
     assert not G.transfer_correlation(ctx, True).holds
     assert G.transfer_correlation(ctx, False, positive=True).holds
@@ -207,6 +208,7 @@ def test_a_negative_correlation_on_one_seed_is_reported_not_refuted(monkeypatch)
     pts = {g: [{"metrics": [v, 1.0, 1.0, 0.5], "p_pretrain": 0.9, "p_downstream": [0.9 - 0.1 * v] * 4,
                 "seconds": 1.0} for v in vcis] for g in ("tau", "lambda")}
     monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "p_pretrain_cross_check", lambda *a: {})  # made-up points: no network to read again
     monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: -np.asarray([p["metrics"][0] for p in ps]))
     monkeypatch.setattr(G, "sensitivity", lambda *a, **k: pytest.fail("no sensitivity runs without a refutation"))
     r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
@@ -220,6 +222,7 @@ def test_a_positive_correlation_on_one_seed_is_reported_not_a_pass(monkeypatch):
     pts = {g: [{"metrics": [v, 1.0, 1.0, 0.5], "p_pretrain": 0.9, "p_downstream": [0.5 + 0.1 * v] * 4,
                 "seconds": 1.0} for v in vcis] for g in ("tau", "lambda")}
     monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "p_pretrain_cross_check", lambda *a: {})  # made-up points: no network to read again
     monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: np.asarray([p["metrics"][0] for p in ps]))
     r = G.transfer_correlation(_ctx("vc.transfer_correlation"), False)
     assert r.holds and r.undecided and "needs ≥ 3 seeds" in r.undecided and r.finding is None
@@ -257,6 +260,7 @@ def test_a_refutation_outside_the_intervention_trains_no_sensitivity_grids(monke
     pts = {g: [{"metrics": [v, 1.0, 1.0, 0.066 + 0.0036 * i], "p_pretrain": 0.9, "p_downstream": [0.9 - 0.1 * v] * 4,
                 "seconds": 1.0} for i, v in enumerate(vcis)] for g in ("tau", "lambda")}
     monkeypatch.setattr(G.ve, "transfer_grid", lambda quick, seed, device: pts)
+    monkeypatch.setattr(G, "p_pretrain_cross_check", lambda *a: {})  # made-up points: no network to read again
     monkeypatch.setattr(G, "group_mlog", lambda ps, flip=False: -np.asarray([p["metrics"][0] for p in ps]))
     monkeypatch.setattr(G, "sensitivity", lambda *a, **k: pytest.fail("no sensitivity runs outside the regime"))
     r = G.transfer_correlation(registry.Context(check_id="vc.transfer_correlation", quick=False, seed=0), False)
