@@ -16,9 +16,10 @@ import numpy as np
 
 def outside_regime(r):
     """``r`` (a Result) read against the paper's stated conditions it measured (``Result.regime``). Outside them (a
-    condition failed) a run that does not hold gets ``undecided`` (a finding in that regime, never a refutation), and
-    a run that holds keeps its verdict with a finding saying so: it agrees with the claim in this regime, which does
-    not meet the conditions the paper states for it."""
+    condition failed) the run is a finding in that regime either way: one that does not hold gets ``undecided``
+    (never a refutation), and so does one that holds (never a pass: agreement in a regime the paper does not speak
+    of verifies nothing it states), with a finding saying that it held there. The rule is symmetric, so a check
+    whose paper's conditions cannot be met here can neither confirm nor contradict the paper."""
     if r.undecided or not r.regime:
         return r
     failed = {k: v for k, v in r.regime.items() if not v["holds"]}
@@ -29,6 +30,8 @@ def outside_regime(r):
         note = (f"Holds in a regime outside the paper's stated conditions — {where}: agreement in this regime, "
                 "not a verification under the paper's own conditions.")
         r.finding = f"{note} {r.finding}" if r.finding else note
+        r.undecided = (f"holds, but outside the paper's stated conditions — {where}: a finding in this regime, not "
+                       "a verification")
         return r
     r.undecided = (f"outside the paper's stated conditions — {where}: what was measured is a finding in this regime, "
                    "not a refutation")
