@@ -75,8 +75,12 @@ def _family_matrices(rng, quick: bool):
 @check(
     "nd.conjecture1", equation="Conj 1 / Eq 14", kind="sim", tolerance="reported (violation rates, no verdict)",
     reports=True, figures=("nd.fig3_cov_vs_theta",),
-    tolerance_reason="a conjecture: we measure how often |E[f_i f_j]| < λ/2 coexists with θ_j ≠ 0 and search for "
-                     "the worst counterexample",
+    tolerance_reason="a conjecture (ND Sec 2.3 derives it from Thm 3 assuming A_j nearly orthogonal to A⁻ᵀb̂, and "
+                     "says 'in practice we find that this conjecture is seldom wrong'): we measure how often "
+                     "|E[f_i f_j]| < λ/2 coexists with θ_j ≠ 0 and search for the worst counterexample; two readings "
+                     "are shown, as written (for all: a counterexample refutes it) and the paper's own 'seldom "
+                     "wrong' (typical: ≤ 5 % of screened categories nonzero); the status stays reported, as "
+                     "catalogued for a conjecture",
     negative_control="bug: the bar at λ instead of λ/2 (the lasso's ½-scaling slip), on the positive control's "
                      "covariances, where Conj 1 holds: the categories with λ/2 ≤ |b̂_j| < λ are screened yet nonzero, so "
                      "violations appear where there are none",
@@ -199,8 +203,23 @@ def conjecture1(ctx, planted, positive=False):
                                     for k, v in big.items()) + ".")
     rate = tot_screen_viol / max(tot_screen, 1)
     miss = max(float(tot_screen_viol / 0.5), closed_dev / 1e-9)
+    readings = None
+    if not (planted or positive):
+        readings = {
+            "as written (Eq 14: for every covariance and 0 < λ < λ_max, below the bar ⇒ θ_j = 0)": {
+                "quantifier": "for all", "holds": bool(tot_screen_viol == 0),
+                "measured": f"{tot_screen_viol} screened categories nonzero; a 3-category suppressor and a searched "
+                            "counterexample inside 0 < λ < λ_max"},
+            f"the paper's own reading ('In practice we find that this conjecture is seldom wrong'; seldom: ≤ "
+            f"{SELDOM:.0%} of screened categories nonzero)": {
+                "quantifier": "typical", "holds": bool(rate <= SELDOM),
+                "measured": f"{rate:.2%} of {tot_screen} screened categories nonzero"}}
     return Result(
         measured=rate, expected="0 if the conjecture held (fraction of screened categories with θ_j ≠ 0)",
-        holds=bool(miss <= 1), miss=miss, details=details, finding=finding,
+        holds=bool(miss <= 1), miss=miss, details=details, finding=finding, readings=readings,
         artifacts=artifacts,
     )
+
+
+#: "seldom wrong" (ND Sec 2.3, after Conj 1) read as at most one screened category in twenty nonzero
+SELDOM = 0.05
