@@ -124,3 +124,22 @@ def test_fan_in_scaled_gaussian_layers_fail_thm5_and_cor1(monkeypatch, tmp_path)
         out = run_quick(cid, tmp_path=tmp_path)
         assert out.status == "fail", (cid, out.status, out.error)
         assert "not N(0, 1)" in (out.error or ""), out.error
+
+
+def test_feature_eigenvalues_thresholded_as_singular_values_fail_mlp50(monkeypatch, tmp_path):
+    """A referee's plant (P5): the PCA eigenvalues of F_L(x) counted as if they were singular values (√λ against
+    ε·√λ_max, i.e. λ against ε²·λ_max): the feature dimension comes out far too high, and the check, which reads the
+    curves' shape, did not notice. The check now recounts draw 0 at L = 1, 10, 50 from float64 SVDs: `fail`.
+    Emulated at the count the library calls (every second call of a depth is the features')."""
+    _private_cache(monkeypatch, tmp_path)
+    orig = R.rank_from_singular_values
+    calls = {"n": 0}
+
+    def sqrt_for_features(s, eps):
+        calls["n"] += 1
+        return orig(np.sqrt(s), eps) if calls["n"] % 2 == 0 else orig(s, eps)
+
+    monkeypatch.setattr(R, "rank_from_singular_values", sqrt_for_features)
+    out = run_quick("rd.mlp50_decay", tmp_path=tmp_path)
+    assert out.status == "fail", (out.status, out.error)
+    assert "float64-SVD recount" in (out.error or ""), out.error

@@ -162,6 +162,28 @@ def gaussian_layers_guard(ns, what: str) -> dict:
     return out
 
 
+def mlp50_reference(n: int, depth: int, samples: int, at, seed: int, eps: float) -> dict:
+    """Draw 0 of :func:`sims.rank_nets.mlp50_decay` (Gaussian init and inputs) recomputed here: the same random
+    stream and float32 products (so the same J_L), but ranks counted from float64 SVDs — Jacobian #{σ_k ≥ ε σ_1},
+    features (PCA of F_L(x) = J_L x, centred) #{λ_k ≥ ε λ_1} with λ_k = s_k² of the centred feature matrix.
+    Returns {L: (Jacobian rank, feature dimension)} at the depths ``at``."""
+    rng = np.random.default_rng([seed, 0])
+    x = rng.standard_normal((samples, n), dtype=np.float32)
+    j = np.eye(n, dtype=np.float32)
+    out = {}
+    for layer in range(1, depth + 1):
+        w = rng.standard_normal((n, n), dtype=np.float32) / np.float32(np.sqrt(n))
+        j = w @ j
+        if layer in at:
+            jd = j.astype(np.float64)
+            s = np.linalg.svd(jd, compute_uv=False)
+            f = x.astype(np.float64) @ jd.T
+            f -= f.mean(0)
+            lam = np.linalg.svd(f, compute_uv=False) ** 2
+            out[layer] = (int(np.count_nonzero(s >= eps * s[0])), int(np.count_nonzero(lam >= eps * lam[0])))
+    return out
+
+
 #: Depths and ε at which the ψ-law rank is pinned against the closed form: the counts change over this grid.
 PSI_RANK_DEPTHS = (1, 2, 5, 10, 20, 50, 125, 500)
 PSI_RANK_EPS = (1e-1, 1e-3, 1e-6)

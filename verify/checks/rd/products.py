@@ -378,6 +378,11 @@ def _mlp_sensitivity(ctx, st, d_main):
     return rows, ok
 
 
+#: ranks of the library and of the float64-SVD reference may differ by values within rounding of the threshold
+#: (the library's float32 Gram against an SVD: ~1e−7 relative against ε = 1.19e−7·n) — a couple of values at most
+MLP_REF_SLACK = 2
+
+
 @check(
     "rd.mlp50_decay", equation="Fig 1 d–f, Thm 5", kind="sim",
     tolerance="local decay rate per layer constant within 25% (L 10→25 vs 25→50) and rank(50) < n/2",
@@ -389,7 +394,9 @@ def _mlp_sensitivity(ctx, st, d_main):
     negative_control="bug: orthogonal initialisation (nn.init.orthogonal_) in place of the paper's Gaussian weights: "
                      "a rank-preserving product, which must not be classified as an exponential fall",
     positive_control="synthetic curves with the measured endpoints rank(1), rank(50): n·C^L must be classified "
-                     "exponential and a power law a·L^−b must not", cost=35,
+                     "exponential and a power law a·L^−b must not; and (before any reading) the library's ranks of draw "
+                     "0 at L = 1, 10, 50 must equal a recount from float64 SVDs of the same J_L and features within 2 "
+                     "(else the check fails)", cost=35,
 )
 def mlp50_decay(ctx, planted, positive=False):
     st = nets.rd_settings(ctx.quick)["mlp"]
@@ -410,6 +417,18 @@ def mlp50_decay(ctx, planted, positive=False):
                       details={k: {"rate ratio": _fmt(v[0], 3), "fall": _fmt(v[1], 3), "exponential-test miss":
                                    _fmt(v[2], 3)} for k, v in res.items()})
     miss, fits = 0.0, {}
+    ref_rows, ref_dev = {}, 0
+    if not planted:  # the library's ranks of draw 0 against an independent count (SVDs in float64) at three depths
+        at = [v for v in (1, 10, 50) if v in list(d["depths"])]
+        ref = C.mlp50_reference(n, st["depth"], st["samples"], at, ctx.seed, d["eps"])
+        for v in at:
+            c = list(d["depths"]).index(v)
+            lib = (int(d["jac_rank"][0, c]), int(d["feat_dim"][0, c]))
+            ref_dev = max(ref_dev, abs(lib[0] - ref[v][0]), abs(lib[1] - ref[v][1]))
+            ref_rows[f"L={v}"] = {"library (Jacobian, features)": list(lib), "reference": list(ref[v])}
+        if ref_dev > MLP_REF_SLACK:  # a library slip, not a finding about the paper: the check fails
+            raise ValueError(f"rd.mlp50_decay: the library's ranks of draw 0 differ from a float64-SVD recount by "
+                             f"{ref_dev} (allowed {MLP_REF_SLACK}): {ref_rows}")
     for key in ("jac_rank", "feat_dim"):
         m = np.asarray(d[key], dtype=float).mean(0)
         ratio, fall, mk, (early, late) = _exponential_test(L, m, n)
@@ -473,4 +492,5 @@ def mlp50_decay(ctx, planted, positive=False):
                   details={"fits": fits, "n": n, "depths": [int(v) for v in L], "draws": st["draws"],
                            "inputs": st["samples"], "weights": "orthogonal (control)" if planted else "N(0, 1/n), float32",
                            "stop rule (max|J| < 1.19e-7) triggered at": [int(v) if v <= st["depth"] else None for v in d["stop"]],
+                           **({"draw 0 recounted (float64 SVDs; ≤ 2 apart)": ref_rows} if ref_rows else {}),
                            **({"sensitivity": sens} if sens is not None else {})})
