@@ -13,9 +13,10 @@ with a verdict). :func:`listing` is every network a full or quick run trains, ea
 
 * ``<arch>[-base]-s<seed>``, family ``suite`` (ND/RD): ``lenet-s0``; ``-base`` trains on the base classes only
   (ND Sec 3.2's f_base); any architecture of sims.glyphs.nets and seed take the table's configuration;
-* ``pretrain-<labels>-tau<τ>-lam<λ>-s<seed>[-<arch>-e<epochs>]``, family ``pretrain`` (VC/FG): ``<labels>`` is
+* ``pretrain-[a1-]<labels>-tau<τ>-lam<λ>-s<seed>[-<arch>-e<epochs>]``, family ``pretrain`` (VC/FG; ``a1-``: FG App
+  A.1's regime of fg.label_granularity, :data:`A1`: a subset of P, 100 images per class): ``<labels>`` is
   ``fine`` (code points), ``script`` (7 labels) or ``kmeans<n>`` (k-means sub-labels within each script, n labels
-  in all: GRANULARITY_LEVELS 'k3', 'k7'); τ and λ as Python writes the floats, without a trailing ``.0``
+  in all: GRANULARITY_LEVELS 'k3', 'k7'; A1's ladder 'k2', 'k3'); τ and λ as Python writes the floats, without a trailing ``.0``
   (``tau0.1-lam0.375``); the suffix only where the architecture or the epochs differ from the regime's (the
   sensitivity rows: ``-lenet-e16``, ``-resnet-e8``). Networks with equal training arguments get equal names.
 
