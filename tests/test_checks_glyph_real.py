@@ -89,9 +89,17 @@ def stand_in(monkeypatch):
 
 
 @pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit", "rd.cls_dim"])
-def test_glyph_checks_pass_on_a_network_where_the_claims_hold(stand_in, cid):
+def test_glyph_checks_hold_on_a_network_where_the_claims_hold(stand_in, cid):
+    """The judges hold on the stand-in built to show the claims. ND states its picture for massive categories
+    (≥ 1000 classes); the stand-in has 30, outside that condition, so the two ND lines are reported (held there,
+    not a verification: the symmetric rule of verify.verdicts.outside_regime); RD's ClsDim passes."""
     out = run_quick(cid)
-    assert out.status == "pass", (cid, out.status, out.error, out.measured, out.finding)
+    assert out.miss <= 1, (cid, out.status, out.error, out.measured, out.finding)
+    if cid == "rd.cls_dim":
+        assert out.status == "pass", (cid, out.status, out.error)
+    else:
+        assert out.status == "reported" and "holds, but outside the paper's stated conditions" in out.finding, (
+            out.status, out.finding)
     assert "glyph network lenet-s0" in out.details["inputs"]
     assert out.negative_control_result == "failed as it should"
 

@@ -41,6 +41,7 @@ from sims.glyphs import vc_experiments as ve
 from theory import collapse as vc
 from verify.checks._shared import glyph_preps as gp
 from verify.checks.vc._eq6 import mlog_checked
+from verify.checks.vc._readout import p_pretrain_cross_check
 from verify.registry import Result, check
 
 RHO_MAX = -0.8   # Spearman ρ(epoch, metric) at most this: a decreasing trend over the horizons
@@ -363,26 +364,6 @@ TRANSFER_SEEDS = 3
 REFUTE_MIN_SEEDS = 3
 #: The seed whose regime-moved grids form the sensitivity table of a refutation (one table: 10 trainings).
 SENSITIVITY_SEED = 0
-
-
-def p_pretrain_cross_check(pts: dict, quick: bool, seed: int, device) -> dict:
-    """Each point's p_pretrain read again by the registry (sims.glyphs.networks.accuracy: the network's own held-out
-    aug_test images, another forward pass): they may differ by float32 near-ties only (≤ 2 images), else the
-    read-out scored other images or other weights (ValueError: the check fails)."""
-    grids = {"tau": [(t, 0.0) for t in ve.TAU_GRID[bool(quick)]],
-             "lambda": [(1.0, lam) for lam in ve.LAMBDA_GRID[bool(quick)]]}
-    worst = 0.0
-    for g, pairs in grids.items():
-        for (t, lam), p in zip(pairs, pts[g]):
-            ref = nw.accuracy(nw.pretrain(quick, "fine", t, lam, seed), quick, device)
-            n = ref["n"]["aug_test"]
-            diff = abs(float(p["p_pretrain"]) - ref["aug_test"])
-            worst = max(worst, diff * n)
-            if diff * n > 2 + 1e-9:
-                raise ValueError(f"vc.transfer_correlation: p_pretrain of the (τ = {t:g}, λ = {lam:g}) network is "
-                                 f"{float(p['p_pretrain']):.4f}, its held-out aug_test accuracy {ref['aug_test']:.4f} "
-                                 f"({n} images): the read-out scored other images or weights")
-    return {"largest |p_pretrain − registry's aug_test accuracy| in images (≤ 2)": worst}
 
 
 @check(
