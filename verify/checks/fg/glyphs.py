@@ -230,7 +230,8 @@ def pool_step(per_net, k):
 def _ladder(ctx, planted: bool, which: str) -> dict:
     """One regime's ladder read out and judged: per network (seeds from the run's), the probe's correctness at each
     level on aug_test, pooled over the networks (:func:`pooled`); the details' rows prefixed by the regime."""
-    h, h_main = gr.hard_classes(ctx.quick, which), gr.hard_classes(ctx.quick)
+    h_main = gr.hard_classes(ctx.quick)
+    h = h_main if which == "main" else gr.hard_classes(ctx.quick, which)
     task = glyph_task(pt.task_config(ctx.quick))
     hardness_plain_check(h_main, gr.appearances(task, h_main["classes"]))
     rows = np.searchsorted(h_main["classes"], h["classes"])  # a subset keeps its classes' rows of P's
