@@ -288,19 +288,6 @@ def test_a_centring_slip_in_the_second_moment_fails_the_positive_control(monkeyp
     assert not compare(ctx, False, positive=True).holds
 
 
-def test_permute_columns_is_the_column_by_column_shuffle():
-    """Independent reference: the loop it replaced (one permutation per column, in column order, column i kept)."""
-    from verify.checks.real import trained_networks as R
-
-    scores = np.random.default_rng(3).normal(size=(50, 7))
-    got = R.permute_columns(scores, 2, np.random.default_rng(11))
-    prng, want = np.random.default_rng(11), scores.copy()
-    for j in range(7):
-        if j != 2:
-            want[:, j] = scores[prng.permutation(50), j]
-    assert np.array_equal(got, want) and np.array_equal(got[:, 2], scores[:, 2])
-
-
 @pytest.mark.parametrize("cid", ["nd.table1_metrics", "rd.independence_deficit"])
 def test_accuracies_read_from_the_unmodified_prediction_fail(stand_in, monkeypatch, cid):
     """A review's planted library bug: dependency_metrics reporting the unmodified model's accuracies as the

@@ -103,30 +103,24 @@ def _split_for(ctx, d: dict, scores: np.ndarray, i: int):
     return np.flatnonzero(src != s), np.flatnonzero(src == s)
 
 
-def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False) -> dict:
+def _table1(ctx, d, scores, cats, offset=None, tag="nd") -> dict:
     """ND Table 1 rows on ``scores`` (logits, or W F(x) with ``offset`` = b) for each target category."""
     names = d["names"] if d.get("names") and scores.shape[1] == len(d["names"]) else None
-    rng = ctx.rng("random-support")
     rows, moments = [], {}
     for i in cats:
         fit, test = _split_for(ctx, d, scores + (0 if offset is None else offset), i)
-        S = scores
-        if permute:  # negative control of RD Eq 12: every other column shuffled over the samples
-            S = permute_columns(scores, i, ctx.rng(f"permute-{i}"))
-        key = (tag, ctx.quick, ctx.seed, id(d), int(i), permute)
+        key = (tag, ctx.quick, ctx.seed, id(d), int(i))
         if key not in _SOLVED:
-            mkey = None if permute else fit.tobytes()  # targets with the same fit rows share one second moment
-            if mkey is None or mkey not in moments:
+            mkey = fit.tobytes()  # targets with the same fit rows share one second moment
+            if mkey not in moments:
                 moments.clear()
-                moments[mkey] = A.second_moment(S[fit])
+                moments[mkey] = A.second_moment(scores[fit])
             C = moments[mkey]
             _SOLVED[key] = (C, A.covlasso_path(C, i, [RHO * A.lambda_max_i(C, i)])[0])
         C, th = _SOLVED[key]
-        if planted and not permute:
-            th = A.random_support_theta(C, i, max(1, int(np.count_nonzero(th) - 1)), rng)
         y = None if d["labels"] is None else d["labels"][test]
-        m = A.dependency_metrics(S[test], th, i, offset=offset, labels=y)
-        plain_check(m, S[test], th, i, offset, y)
+        m = A.dependency_metrics(scores[test], th, i, offset=offset, labels=y)
+        plain_check(m, scores[test], th, i, offset, y)
         m.update(category=int(i), name=names[i] if names else str(i), dependency=A.dependency_text(i, th, names),
                  n_fit=len(fit), n_test=len(test))
         if d.get("photos") is not None:
@@ -136,18 +130,6 @@ def _table1(ctx, d, scores, cats, planted, offset=None, tag="nd", permute=False)
 
 
 _judge = judge_table1
-
-
-def permute_columns(scores, i: int, prng) -> np.ndarray:
-    """``scores`` with every column but ``i`` shuffled over the rows, each by its own permutation drawn from ``prng``
-    in column order (the column-by-column loop, on a column-major copy so that each gather stays in one column)."""
-    F = np.asfortranarray(scores)
-    out = F.copy(order="F")
-    n = len(scores)
-    for j in range(scores.shape[1]):
-        if j != i:
-            out[:, j] = F[prng.permutation(n), j]
-    return np.ascontiguousarray(out)
 
 
 def _synthetic(ctx) -> dict:
@@ -247,8 +229,10 @@ def _scan_result(ctx, d, S, planted, positive, offset=None, tag="nd", typical=No
     "nd.table1_metrics", equation="Eq 2, Tab 1, Sec 2.1", kind="sim", seeds=REAL_SEEDS, tolerance=SCAN_TOL,
     tolerance_reason=SCAN_WHY + ". Glyph networks: second moment and selection on the training faces' aug_test "
                      "images, test on the held-out DejaVu Serif faces with true labels; ImageNet: random halves",
-    negative_control="a misaligned read: on the test images the target logit (and the label) taken from other images "
-                     "than the logits that predict it (one pass's rows shuffled against the other's)",
+    negative_control="a misaligned read, on the positive control's synthetic logits (where the picture holds by "
+                     "construction): on the test images the target logit taken from other images than the logits "
+                     "that predict it (one pass's rows shuffled against the other's, as two passes of a shuffling "
+                     "loader give)",
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 (f_3 ≡ 2: "
                      "a bias-only logit, so a centred covariance fails it; a shared per-image offset, so an error "
                      "relative to |f| could not fail)",
@@ -259,14 +243,16 @@ def table1_metrics(ctx, planted, positive=False):
     """ND Tab 1 / Sec 2.1 on a glyph network (or EfficientNet-Lite0 on ImageNet), as the paper states it: there
     exist categories whose logit a few others predict (module _shared/nd_scan). Cov = E[f fᵀ] of the uncentred logits
     (ND Eq 2, Remark 1); θ*(λ) exactly by theory.covlasso. The typical reading is a reported line."""
-    d = _synthetic(ctx) if positive else _data(ctx)
+    if positive or planted:  # the controls: the planted dependency read right (positive) or misaligned (negative)
+        d = _synthetic(ctx)
+        L = np.asarray(d["logits"], dtype=np.float64)
+        return _scan_result(ctx, d, L, planted, positive=True, control=planted)
+    d = _data(ctx)
     L = np.asarray(d["logits"], dtype=np.float64)
-    typical = None
-    if not positive:
-        cats = _targets(d, L, 4 if ctx.quick else (12 if d.get("cats") else 8))
-        typical = _table1(ctx, d, L, cats, planted, tag="nd")
-    res = _scan_result(ctx, d, L, planted, positive, typical=typical)
-    if not planted and not positive and d.get("split") is not None:
+    cats = _targets(d, L, 4 if ctx.quick else (12 if d.get("cats") else 8))
+    typical = _table1(ctx, d, L, cats, tag="nd")
+    res = _scan_result(ctx, d, L, planted=False, positive=False, typical=typical)
+    if d.get("split") is not None:
         res.details[SENS + " (typical reading)"] = table1_sensitivity(ctx, d, L)
     return res
 
@@ -276,8 +262,10 @@ def table1_metrics(ctx, planted, positive=False):
     tolerance_reason="RD Sec 5 shows chosen cases ('In Fig. 4 we demonstrate the solutions of Eq. (12) for three "
                      "different categories'), so the reading is ND's existential one, on W F(x) without the bias "
                      "(Eq 11), the accuracy with W F(x) + b. " + SCAN_WHY.split(". ", 1)[1],
-    negative_control="permuted logit columns: every other column of W F(x) shuffled independently over the samples "
-                     "(same marginals, no joint structure), so no sparse combination can predict the target",
+    negative_control="a misaligned read, on the positive control's synthetic scores and bias (where the picture holds "
+                     "by construction): on the test images the target score taken from other images than the scores "
+                     "that predict it (one pass's rows shuffled against the other's, as two passes of a shuffling "
+                     "loader give)",
     positive_control="synthetic logits with an exact planted dependency f_0 = 1.064·f_1 + 0.38·f_2 + 0.4·f_3 and a "
                      "nonzero classifier bias b (up to ±3, deciding some argmaxes): a dropped or double-counted bias "
                      "fails the plain recomputation",
@@ -290,17 +278,16 @@ def independence_deficit(ctx, planted, positive=False):
     categories whose score a few others decide (module _shared/nd_scan); the accuracy uses W F(x) + b. The same
     computation as nd.table1_metrics up to b (|b| ≈ 0.01 on the glyph LeNets): one piece of evidence (``shares``).
     Also reported: the numerical rank of E[(WF)(WF)ᵀ] (RD's cause: rank deficiency)."""
-    if positive:
+    if positive or planted:  # the controls: the planted dependency read right (positive) or misaligned (negative)
         d = _synthetic(ctx)
         G = np.asarray(d["logits"], float)  # W F(x) with the exact planted dependency; the logits are G + b
         b = np.random.default_rng([ctx.seed, 3]).uniform(-3.0, 3.0, G.shape[1])
-        return _scan_result(ctx, d, G, planted=False, positive=True, offset=b, tag="rd-pos")
+        return _scan_result(ctx, d, G, planted, positive=True, offset=b, tag="rd-neg" if planted else "rd-pos",
+                            control=planted)
     d = _data(ctx)
     G = d["features"].astype(np.float64) @ d["W"].T
     b = d["b"]
-    Gs = permute_columns_all(G, ctx) if planted else G
-    res = _scan_result(ctx, {**d, "logits": Gs}, Gs, planted=False, positive=False, offset=b,
-                       tag="rd-perm" if planted else "rd", control=planted)
+    res = _scan_result(ctx, {**d, "logits": G}, G, planted=False, positive=False, offset=b, tag="rd")
     Fs = np.asarray(d["features"][: min(len(G), 4096)], dtype=np.float64)
     if d["W"].shape[1] < G.shape[1]:  # d < n: (WF)ᵀ(WF) and Fᵀ F WᵀW share their nonzero eigenvalues (d × d, cheap)
         ev = np.linalg.eigvals((Fs.T @ Fs) @ (d["W"].T @ d["W"])).real
@@ -313,15 +300,6 @@ def independence_deficit(ctx, planted, positive=False):
                         "evidence": "the same second moment and scan as nd.table1_metrics up to the bias b "
                                     f"(max |b| = {float(np.max(np.abs(b))):.3g}): one piece of evidence"})
     return res
-
-
-def permute_columns_all(G, ctx) -> np.ndarray:
-    """Every column of G shuffled independently over the rows (the negative control of RD Eq 12)."""
-    prng = ctx.rng("permute-all")
-    out = np.asfortranarray(G).copy(order="F")
-    for j in range(G.shape[1]):
-        out[:, j] = out[prng.permutation(len(G)), j]
-    return np.ascontiguousarray(out)
 
 
 def cls_dim_plain_check(pc, r: dict, thr: float, F_fit, F_test, d: dict, test, positive: bool) -> None:
