@@ -429,3 +429,54 @@ def test_logits_read_without_the_bias_are_refused():
         agree_with_the_classifier({**good, "logits": F.astype(float) @ W.T}, lin)
     with pytest.raises(ValueError, match="not the network's last layer"):
         agree_with_the_classifier({**good, "logits": good["logits"][::-1]}, lin)
+
+
+def _second_architecture(monkeypatch, noisy: bool):
+    """rd.cls_dim's architecture line on the stand-in: 'lenet-s1' read as the second architecture; ``noisy``: its
+    features carry 40 extra directions of large variance that the classifier ignores (its ClsDim must exceed the
+    bound 0.568·d, d = 100)."""
+    from sims.glyphs import dependencies as GD
+    from verify.checks._shared import glyph_real as G
+    from verify.checks.real import trained_networks as R
+
+    real = GD.outputs
+
+    def outputs(name, quick, split, device=None, layers=None):
+        o = dict(real(name, quick, split, device, layers))
+        if name == "lenet-s1":
+            r = np.random.default_rng(sum(map(ord, split)))
+            extra = (5.0 if noisy else 1e-3) * r.normal(size=(len(o["features"]), 40))
+            o["features"] = np.concatenate([o["features"], extra], 1)
+            o["W"] = np.concatenate([o["W"], np.zeros((len(o["W"]), 40))], 1)
+        return o
+
+    def last_layer(name, quick=False, device=None):
+        import torch
+
+        o = outputs(name, quick, GD.FIT_SPLIT)
+        lin = torch.nn.Linear(o["W"].shape[1], o["W"].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(o["W"]))
+            lin.bias.copy_(torch.from_numpy(o["b"]))
+        return lin
+
+    monkeypatch.setattr(GD, "outputs", outputs)
+    monkeypatch.setattr(G, "last_layer", last_layer)
+    monkeypatch.setattr(R, "other_architectures", lambda quick: ("lenet-s1",))
+    R._SOLVED.clear()
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_cls_dim_judges_every_architecture_it_reads(stand_in, monkeypatch, noisy):
+    """RD states low ClsDim 'for all types of networks': a full run also reads a LeNet and a ResNet of the
+    pretraining regime, and each must hold. A second network whose ClsDim is high makes the check miss."""
+    _second_architecture(monkeypatch, noisy)
+    out = run_quick("rd.cls_dim")
+    assert out.error is None, out.error
+    arch = out.details["architectures (VC/FG pretraining networks, seed 0; the same in every seed's line)"]
+    line = arch["lenet-s1"]
+    assert line["d"] == 100 and "lenet (105 classes)" in str(out.measured)
+    if noisy:
+        assert line["cls_dim"] > line["bound"] and out.miss > 1 and out.status != "pass", (line, out.status)
+    else:
+        assert line["cls_dim"] <= line["bound"] and out.status == "pass", (line, out.status, out.error)
