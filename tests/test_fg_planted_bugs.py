@@ -138,4 +138,4 @@ def test_noise_norm_of_u_counted_once_per_class_fails_linear_fails(monkeypatch, 
     monkeypatch.setattr(mv, "linear_error", wrong)
     out = run_quick("fg.linear_fails", tmp_path=tmp_path)
     assert out.status == "fail", (out.status, out.miss, out.measured, out.expected)
-    assert out.expected["P=256"] < 0.05 < out.measured["P=256"]
+    assert "P = 256" in out.error and "is not the closed form" in out.error, out.error

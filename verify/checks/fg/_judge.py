@@ -15,9 +15,9 @@ def _one_thread(fn):
     import functools
 
     @functools.wraps(fn)
-    def wrapper(ctx, planted):
+    def wrapper(ctx, planted, **kw):
         with torch_threads(1 if str(ctx.device) == "cpu" else None):
-            return fn(ctx, planted)
+            return fn(ctx, planted, **kw)
 
     return wrapper
 
