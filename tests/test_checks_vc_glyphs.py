@@ -60,23 +60,26 @@ def test_the_null_is_read_at_the_readable_checkpoints_only():
 
 
 def test_the_negative_control_fails_only_when_every_item_fails(monkeypatch):
-    """The control's Result holds when any judged item holds: here the permuted labels' VCI is flat but their
-    fuzziness falls beyond the null (a mistake the fuzziness item alone would show), so the control "holds"."""
+    """The control reads the checkpoints newest first. Its Result holds when any judged item holds: here every
+    metric falls over training except held-out VCI, which rises, so read backwards that item falls and the control
+    "holds"; when every item falls, every item read backwards rises and the control fails, on data where the claim
+    itself holds."""
     rng = np.random.default_rng(2)
     ep = np.array([0, 1, 2, 4, 8])
-    wobble = 1 + 0.001 * np.array([0.0, 1.0, -1.0, 2.0, 1.0])  # flat, not constant (a constant curve has no ρ)
-    flat = np.column_stack([0.7 * wobble, 50.0 * wobble, wobble, wobble])
-    perm = flat.copy()
-    perm[:, 1] = [60.0, 50.0, 40.0, 30.0, 20.0]
+    fall = np.array([1.0, 0.9, 0.7, 0.5, 0.3])
+    train = np.column_stack([fall, 50.0 * fall, fall, fall])  # vci, fuzziness, squared distance, cosine
+    held = train.copy()
+    held[:, 0] = fall[::-1]  # held-out VCI rises
     r = {"epochs": ep, "seconds": 1.0, "images_per_s": 1.0, "train/fuzziness_null": _null(50.0, 0.0, rng, ep=5),
          "train/fuzziness_null_fallback": np.zeros((20, 5), bool)}
-    for sp in ("train", "aug_test", "face_test"):
-        r.update({f"{sp}/metrics": flat, f"{sp}/permuted": perm, f"{sp}/accuracy": np.full(5, 0.9),
-                  f"{sp}/fuzziness_fallback": np.zeros(5, bool)})
+    for sp, m in (("train", train), ("aug_test", held), ("face_test", held)):
+        r.update({f"{sp}/metrics": m, f"{sp}/permuted": np.column_stack([fall * 0 + 1 + 0.01 * ep] * 4),
+                  f"{sp}/accuracy": np.full(5, 0.9), f"{sp}/fuzziness_fallback": np.zeros(5, bool)})
     monkeypatch.setattr(G.ve, "collapse_curves", lambda *a, **k: r)
     ctl = G.training_collapse(_ctx("vc.training_collapse"), True)
     assert ctl.holds and ctl.miss <= 1
-    perm[:, 1] = flat[:, 1]  # every item of the permuted labels flat: the control fails
+    held[:, 0] = fall  # every item falls: read newest first, every item rises and the control fails
+    assert G.training_collapse(_ctx("vc.training_collapse"), False).holds
     assert not G.training_collapse(_ctx("vc.training_collapse"), True).holds
 
 
