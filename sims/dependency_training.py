@@ -30,7 +30,7 @@ from sims.threads import single_threaded
 from theory import dependency as dep
 from theory.covlasso import covlasso
 
-VERSION = 1
+VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,6 +196,15 @@ def fit_theta(f_base: np.ndarray, y: np.ndarray, n_new: int, *, max_iter: int = 
     return theta.detach().double().cpu().numpy()
 
 
+def cross_entropy(logits: np.ndarray, y: np.ndarray) -> float:
+    """Mean softmax cross-entropy of float64 ``logits`` against integer labels ``y`` (log-sum-exp shifted by the row
+    maximum)."""
+    L = np.asarray(logits, dtype=np.float64)
+    m = L.max(1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(L - m).sum(1))
+    return float(np.mean(lse - L[np.arange(len(L)), np.asarray(y)]))
+
+
 def _accuracies(logits: np.ndarray, y: np.ndarray, n_base: int) -> dict:
     """All-class accuracy (ND Tab 2) and argmax-within-group accuracies on base/new samples (ND Tab 4)."""
     new = y >= n_base
@@ -290,7 +299,11 @@ def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str 
                 "probe": np.concatenate([fte, hte @ theta_probe], 1),
                 "baseline": full_logits}
         acc = {name: _accuracies(lg, yte, n1) for name, lg in arms.items()}
-        out = {"n_base": n1, "n_new": n_new, "theta": theta}
+        out = {"n_base": n1, "n_new": n_new, "theta": theta,
+               # f_all's cross-entropy on Θ's fit samples and on the test samples: a fit reads lower on its own
+               # samples, so the order says which samples Θ was fitted on (the check reads it)
+               "theta_ce_train_test": [cross_entropy(np.concatenate([ftr, ftr @ theta], 1), ytr),
+                                       cross_entropy(arms["dependency"], yte)]}
         for name, a in acc.items():
             for k in ("all", "new_within", "base_within"):
                 out[f"acc_{k}_{name}"] = a[k]

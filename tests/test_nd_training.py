@@ -269,3 +269,38 @@ def test_tab4_rule_and_its_tolerance_text_agree():
         assert t["verdict"] == verdict
         case = next(c for c, v in T.TAB4_RULE if v == verdict)
         assert f"{case} → {verdict}" in registry.discover()["nd.new_categories"].tolerance
+
+
+def test_theta_fitted_on_the_test_samples_fails(tiny_cache, monkeypatch):
+    """A review's planted library bug: Θ fitted on f_base's test logits and labels (a train/test slip in
+    new_categories_experiment). It flipped the finding from 'Tab 4 rejected' to '+2.97 pp, holds' unseen; f_all's
+    cross-entropy is then lower on the test samples than on Θ's nominal fit samples, and the check fails."""
+    seen, task = [], {}
+    real_base, real_logits, real_fit = dt.baseline_model, dt.logits_of, dt.fit_theta
+
+    def base(*a, **k):
+        full, t = real_base(*a, **k)
+        task.update(t)
+        return full, t
+
+    def logits(model, x, device="cpu"):
+        seen.append(real_logits(model, x, device))
+        return seen[-1]
+
+    calls = []
+
+    def fit(f, y, n, **k):
+        calls.append(1)
+        if len(calls) == 1:  # the dependency arm's Θ (the first fit): fitted on the test logits and labels
+            return real_fit(seen[1], task["y_test"], n, **k)
+        return real_fit(f, y, n, **k)
+
+    monkeypatch.setattr(dt, "baseline_model", base)
+    monkeypatch.setattr(dt, "logits_of", logits)
+    monkeypatch.setattr(dt, "fit_theta", fit)
+    leaked = dt.new_categories_experiment(TINY, 3, seed=5)
+    with pytest.raises(ValueError, match="not fitted on the training samples"):
+        nd.fitted_on_training([leaked], [5])
+    monkeypatch.undo()
+    monkeypatch.setenv("THEORYLAB_CACHE", str(tiny_cache / "cache2"))
+    nd.fitted_on_training([dt.new_categories_experiment(TINY, 3, seed=5)], [5])  # the right fit passes

@@ -21,6 +21,7 @@ import numpy as np
 from sims.dependency_training import (REG_RHO, REG_WEIGHT, new_categories_result, regularizer_result,
                                      standard_sizes as sizes)
 from verify.checks._shared import glyph_preps as gp
+from verify.checks._shared.library_pins import clustered_se_pinned
 from verify.registry import Result, check
 
 MARGIN_PP = 1.0  # allowed accuracy loss in percentage points, before the sampling allowance
@@ -95,6 +96,18 @@ def _run_seeds(quick: bool, seed: int) -> list:
     """Replication ``seed`` uses the runs R·seed … R·seed + R − 1 (disjoint blocks: replications are independent)."""
     r = RUNS[bool(quick)]
     return [r * seed + k for k in range(r)]
+
+
+def fitted_on_training(runs, seeds) -> None:
+    """Θ must be fitted on the training samples and read on the test samples: f_all's cross-entropy on its fit
+    samples below its test cross-entropy in every run (a fitted model reads lower on the data it was fitted on). A
+    Θ fitted on the test samples, or accuracies read on the fit samples, reverses the order: ValueError (fail)."""
+    bad = [(s, r["theta_ce_train_test"]) for s, r in zip(seeds, runs)
+           if not r["theta_ce_train_test"][0] < r["theta_ce_train_test"][1]]
+    if bad:
+        raise ValueError("nd.new_categories: f_all's cross-entropy on Θ's fit samples is not below its test "
+                         f"cross-entropy in run(s) {[s for s, _ in bad]} ({bad[0][1][0]:.4g} vs {bad[0][1][1]:.4g}): "
+                         "Θ was not fitted on the training samples, or the test samples are not held out")
 
 
 def _gaps(r: dict, arm: str) -> dict:
@@ -240,6 +253,7 @@ def new_categories(ctx, planted, positive=False):
     """ND Sec 3.2: f_all = [f_base, f_base Θ] (Θ learned on frozen base logits) vs f_baseline, over R runs."""
     seeds = _run_seeds(ctx.quick, ctx.seed)
     runs = [new_categories_result(ctx.quick, s, ctx.device) for s in seeds]
+    fitted_on_training(runs, seeds)
     arm = "literal" if planted else "dependency"
     gaps = [_gaps(r, arm) for r in runs]
     if positive:
@@ -254,6 +268,7 @@ def new_categories(ctx, planted, positive=False):
     miss_synth = max(v["miss_tab2"], v["miss_tab4"])
     synth = {"miss": miss_synth, "verdict": "holds" if miss_synth <= 1 else
              ("cannot tell" if t4["verdict"] == "cannot tell" and tab2_holds else "refuted")}
+    clustered_se_pinned()  # the glyph line's SEs are clustered by class (theory.stats.mean_se)
     glyph = _glyph_line(ctx, planted, positive)
     holds, miss, disagree = _combine({"synthetic": synth, "glyph": glyph})
     if not planted and not positive:  # the synthetic line's reason first (when it cannot tell), then the combination's

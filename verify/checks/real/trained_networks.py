@@ -29,6 +29,7 @@ from verify.checks._shared.glyph_real import (ACC_RATIO, CLS_RATIO, CLS_THRESHOL
 from sims.real.analysis import PICTURE
 from verify.checks._shared import glyph_preps as gp
 from verify.checks._shared import nd_scan as S_
+from verify.checks._shared.library_pins import pca_dim_pinned
 from verify.checks._shared.nd_reference import plain_check
 from verify.checks._shared.nd_scan import RHO_GRID
 from verify.registry import Result, check
@@ -468,6 +469,7 @@ def cls_dim_check(ctx, planted, positive=False):
     if d.get("name") and not planted and not positive:
         from sims.glyphs.dependencies import layer_ranks
 
+        pca_dim_pinned()  # the per-layer ranks are theory.rank.pca_dim's
         lr = layer_ranks(d["name"], ctx.quick, device=ctx.device)
         details["RD per-layer rank curve (PCA dimension, float32 rule; figure rd.glyph_layer_ranks), reported"] = {
             name: f"{r_} of {a_}" for name, r_, a_ in zip(lr["layers"], lr["pca_dim"], lr["ambient"])}
