@@ -49,3 +49,25 @@ def test_fg_label_granularity_fails_on_the_clustered_se_slip(monkeypatch):
     ctx = registry.Context(check_id="fg.label_granularity", quick=True)
     with pytest.raises(ValueError, match="not the SE of the cluster means"):
         registry.discover()["fg.label_granularity"].compare(ctx, False, positive=True)
+
+
+def test_a_probe_standardising_its_test_features_alone_fails_its_pin_and_the_checks(monkeypatch):
+    """A review's planted library bug: the probe's test features standardised with their own mean and SD. It moved
+    vc.transfer_correlation's r(VCI, MLOG) under an unchanged status; the known-answer pin fails both checks."""
+    import sims.glyphs.probe as P
+    from verify import registry
+
+    real = P._standardise
+
+    def own(Ftr, *others):
+        if others and len(others[0]) != len(Ftr):  # the refit's call (train, test): each with its own statistics
+            return [real(Ftr)[0]] + [real(A)[0] for A in others]
+        return real(Ftr, *others)
+
+    monkeypatch.setattr(P, "_standardise", own)
+    with pytest.raises(ValueError, match="standardised with the training"):
+        pins.probe_pinned()
+    for cid in ("fg.label_granularity", "vc.transfer_correlation"):
+        ctx = registry.Context(check_id=cid, quick=True)
+        with pytest.raises(ValueError, match="standardised with the training"):
+            registry.discover()[cid].compare(ctx, False, positive=True)

@@ -35,3 +35,21 @@ def clustered_se_pinned() -> None:
     if not abs(se - want) <= 1e-12 * want:
         raise ValueError(f"theory.stats.mean_se: clustered SE {se:.6g} on 4 equal clusters, not the SE of the cluster "
                          f"means {want:.6g}")
+
+
+def probe_pinned() -> None:
+    """sims.glyphs.probe.linear_probe on two classes at x = ∓1 (+ small noise) in 2-D, scored on test samples of
+    class 1 only, at x ∈ [0.6, 1.4]: standardised with the training statistics every one lies on class 1's side
+    (accuracy 1). A probe that standardises the test features with their own statistics centres them on 0 and
+    calls about half of them class 0."""
+    from sims.glyphs.probe import linear_probe
+
+    rng = np.random.default_rng(20261130)
+    y = np.repeat([0, 1], 40)
+    X = np.column_stack([np.where(y == 1, 1.0, -1.0) + 0.1 * rng.normal(size=80), rng.normal(size=80)])
+    Xt = np.column_stack([np.linspace(0.6, 1.4, 20), rng.normal(size=20)])
+    acc = linear_probe(X, y, Xt, np.ones(20, np.int64))["acc"]
+    if acc != 1.0:
+        raise ValueError(f"sims.glyphs.probe.linear_probe: accuracy {acc:.3f} on test samples that lie on class 1's "
+                         "side of the training data, not 1 (are the test features standardised with the training "
+                         "statistics?)")
