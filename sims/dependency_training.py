@@ -341,9 +341,9 @@ def new_categories_experiment(p: TaskParams, n_new: int, seed: int, device: str 
 
 
 def second_moment(logits: np.ndarray) -> np.ndarray:
-    """Cov = E[f fᵀ] (uncentred, ND Sec 2.2) of an (N, n) logit matrix, float64."""
-    f = np.asarray(logits, dtype=np.float64)
-    return f.T @ f / f.shape[0]
+    """Cov = E[f fᵀ] (uncentred, ND Sec 2.2) of an (N, n) logit matrix, float64: theory.dependency.second_moment
+    (one implementation, read at call time)."""
+    return dep.second_moment(logits)
 
 
 def dependency_coefficient(cov: np.ndarray, i: int, j: int, rho: float) -> float:

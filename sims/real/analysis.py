@@ -18,15 +18,15 @@ import math
 
 import numpy as np
 
+from theory import dependency
 from theory.dependency import error_floor
 from theory.validate import as_covariance, as_float_array, check_index
 
 
 def second_moment(F) -> np.ndarray:
-    """E[f fᵀ] (uncentred, ND Eq 2) of the rows of F, float64, exactly symmetric."""
-    F = np.asarray(F, dtype=np.float64)
-    c = F.T @ F / F.shape[0]
-    return 0.5 * (c + c.T)
+    """E[f fᵀ] (uncentred, ND Eq 2) of the rows of F, float64, exactly symmetric: theory.dependency.second_moment
+    (one implementation, read at call time, for the checks and the simulations alike)."""
+    return dependency.second_moment(F)
 
 
 def _design(cov: np.ndarray) -> np.ndarray:
