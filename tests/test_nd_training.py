@@ -4,6 +4,7 @@ import pytest
 
 from sims import dependency_training as dt
 from tests.helpers import run_quick
+from verify.checks.nd import sec3_regularizer as ndr
 from verify.checks.nd import sec3_training as nd
 
 TINY = dt.TaskParams(n_classes=12, dim=8, latent_dim=4, n_train=20, n_test=10, noise=0.5, hidden=16, epochs=20,
@@ -106,7 +107,7 @@ def test_regularizer_check_judges_what_sec_3_3_claims(tmp_path):
     cross-entropy are reported findings."""
     out = run_quick("nd.regularizer", tmp_path=tmp_path)
     assert out.status == "reported", (out.error, out.details)
-    assert out.miss <= 1 and not out.regime[nd.TAB3_REGIME]["holds"], out.regime
+    assert out.miss <= 1 and not out.regime[ndr.TAB3_REGIME]["holds"], out.regime
     assert "holds, but outside the paper's stated conditions" in out.finding
     assert out.negative_control_result == "failed as it should" and 1 < out.control_miss < 100
     assert out.positive_control_result == "held as it should"
