@@ -47,6 +47,23 @@ def _fake_outputs(base: int = 20, combos: int = 10, n_per: int = 60, seed: int =
     return outputs
 
 
+def _classifier_of(outputs):
+    """last_layer(name, quick, device) of stand-in networks: the W and b that ``outputs`` gives, as a torch Linear."""
+    from sims.glyphs import dependencies as GD
+
+    def last_layer(name, quick=False, device=None):
+        import torch
+
+        o = outputs(name, quick, GD.FIT_SPLIT)
+        lin = torch.nn.Linear(o["W"].shape[1], o["W"].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(o["W"]))
+            lin.bias.copy_(torch.from_numpy(o["b"]))
+        return lin
+
+    return last_layer
+
+
 @pytest.fixture
 def stand_in(monkeypatch):
     from sims.glyphs import dependencies as GD
@@ -58,17 +75,7 @@ def stand_in(monkeypatch):
     fake = _fake_outputs()
     monkeypatch.setattr(GD, "outputs", fake)
 
-    def last_layer(name, quick=False, device=None):  # the stand-in's classifier: its W and b as a torch Linear
-        import torch
-
-        o = fake(name, quick, GD.FIT_SPLIT)
-        lin = torch.nn.Linear(o["W"].shape[1], o["W"].shape[0])
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(o["W"]))
-            lin.bias.copy_(torch.from_numpy(o["b"]))
-        return lin
-
-    monkeypatch.setattr(G, "last_layer", last_layer)
+    monkeypatch.setattr(G, "last_layer", _classifier_of(fake))
     monkeypatch.setattr(GD, "layer_ranks", lambda *a, **k: {"layers": ["x"], "pca_dim": [1], "ambient": [2],
                                                              "sample_bound": 5})
 
@@ -450,18 +457,8 @@ def _second_architecture(monkeypatch, noisy: bool):
             o["W"] = np.concatenate([o["W"], np.zeros((len(o["W"]), 40))], 1)
         return o
 
-    def last_layer(name, quick=False, device=None):
-        import torch
-
-        o = outputs(name, quick, GD.FIT_SPLIT)
-        lin = torch.nn.Linear(o["W"].shape[1], o["W"].shape[0])
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(o["W"]))
-            lin.bias.copy_(torch.from_numpy(o["b"]))
-        return lin
-
     monkeypatch.setattr(GD, "outputs", outputs)
-    monkeypatch.setattr(G, "last_layer", last_layer)
+    monkeypatch.setattr(G, "last_layer", _classifier_of(outputs))
     monkeypatch.setattr(R, "other_architectures", lambda quick: ("lenet-s1",))
     R._SOLVED.clear()
 
