@@ -71,3 +71,25 @@ def test_a_probe_standardising_its_test_features_alone_fails_its_pin_and_the_che
         ctx = registry.Context(check_id=cid, quick=True)
         with pytest.raises(ValueError, match="standardised with the training"):
             registry.discover()[cid].compare(ctx, False, positive=True)
+
+
+def test_a_probe_predicting_without_its_bias_fails_its_pin_and_the_checks(monkeypatch):
+    """The fourth review's planted library bug: the probe's predictions without its bias (Xs @ W). It moved
+    vc.transfer_correlation's τ-group r from +0.906 to −0.274 under an unchanged status; the bias pin fails it."""
+    import sims.glyphs.probe as P
+    from verify import registry
+
+    real = P._fit
+
+    def no_bias(*a, **k):
+        W, b = real(*a, **k)
+        return W, 0 * b
+
+    pins.probe_bias_pinned()
+    monkeypatch.setattr(P, "_fit", no_bias)
+    with pytest.raises(ValueError, match="predict with its bias"):
+        pins.probe_bias_pinned()
+    for cid in ("fg.label_granularity", "vc.transfer_correlation"):
+        ctx = registry.Context(check_id=cid, quick=True)
+        with pytest.raises(ValueError, match="predict with its bias"):
+            registry.discover()[cid].compare(ctx, False, positive=True)

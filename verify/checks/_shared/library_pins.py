@@ -53,3 +53,21 @@ def probe_pinned() -> None:
         raise ValueError(f"sims.glyphs.probe.linear_probe: accuracy {acc:.3f} on test samples that lie on class 1's "
                          "side of the training data, not 1 (are the test features standardised with the training "
                          "statistics?)")
+
+
+def probe_bias_pinned() -> None:
+    """sims.glyphs.probe.linear_probe on three classes along one axis (x near 0, 1, 4; a second, noise axis), scored on
+    test samples of the middle class at its training location: the middle class wins only through the probe's biases
+    (logits without them are lines through the standardised origin, where one of the outer classes always leads), so
+    the accuracy must be ≥ 0.9; a probe that drops its bias at prediction scores 0."""
+    from sims.glyphs.probe import linear_probe
+
+    rng = np.random.default_rng(20261201)
+    y = np.repeat([0, 1, 2], 40)
+    centre = np.array([0.0, 1.0, 4.0])
+    X = np.column_stack([centre[y] + 0.1 * rng.normal(size=120), rng.normal(size=120)])
+    Xt = np.column_stack([1.0 + 0.1 * rng.normal(size=20), rng.normal(size=20)])
+    acc = linear_probe(X, y, Xt, np.ones(20, np.int64))["acc"]
+    if acc < 0.9:
+        raise ValueError(f"sims.glyphs.probe.linear_probe: accuracy {acc:.3f} on the middle of three classes on a line "
+                         "(it wins only through the biases), not ≥ 0.9: does the probe predict with its bias?")

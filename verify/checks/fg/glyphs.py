@@ -40,7 +40,7 @@ from sims.glyphs import networks as nw
 from sims.glyphs import pretrain as pt
 from sims.glyphs.probe import linear_probe
 from theory.stats import mean_se
-from verify.checks._shared.library_pins import clustered_se_pinned, probe_pinned
+from verify.checks._shared.library_pins import clustered_se_pinned, probe_bias_pinned, probe_pinned
 from verify.checks._shared import glyph_preps as gp
 from verify.registry import Result, check
 
@@ -319,6 +319,7 @@ def label_granularity(ctx, planted, positive=False):
     105-class run (24 images per code point: outside A.1) is reported beside it."""
     clustered_se_pinned()  # the gains' SEs are clustered by class (theory.stats.mean_se)
     probe_pinned()  # the ladder's accuracies are sims.glyphs.probe's
+    probe_bias_pinned()
     if positive:
         correct, hard, classes = constructed_correct(ctx.rng("positive"), ctx.quick)
         v = judge_granularity(correct, hard, groups=classes)

@@ -41,7 +41,7 @@ from sims.glyphs import vc_experiments as ve
 from theory import collapse as vc
 from verify.checks._shared import glyph_preps as gp
 from verify.checks.vc._eq6 import mlog_checked
-from verify.checks._shared.library_pins import probe_pinned
+from verify.checks._shared.library_pins import probe_bias_pinned, probe_pinned
 from verify.checks.vc._readout import p_pretrain_cross_check
 from verify.checks.vc._settings import PAPER_COS_RATIO, collapse_setting, intervention, vc_setting  # noqa: F401
 from verify.registry import Result, check
@@ -403,6 +403,7 @@ SENSITIVITY_SEED = 0
 def transfer_correlation(ctx, planted, positive=False):
     """VC Sec 6.3 on the glyph LeNets of the τ and λ grids (module doc)."""
     probe_pinned()  # p_downstream is sims.glyphs.probe's
+    probe_bias_pinned()
     pts = ve.transfer_grid(ctx.quick, ctx.seed, ctx.device)
     cross = p_pretrain_cross_check(pts, ctx.quick, ctx.seed, ctx.device)
     groups = {g: (np.asarray([p["metrics"] for p in pts[g]]), group_mlog(pts[g])) for g in pts}
