@@ -295,7 +295,9 @@ def uses(quick: bool = False, seed: int = 0, conditional: bool = False) -> dict:
     seeds = range(seed, seed + (1 if q else SEEDS))
     real = [suite("lenet", s, quick=q) for s in seeds]
     grids = [(t, 0.0) for t in TAU_GRID[q]] + [(1.0, lam) for lam in LAMBDA_GRID[q]]
-    out = {"nd.table1_metrics": real, "rd.independence_deficit": real, "rd.cls_dim": real,
+    # rd.cls_dim's second architecture (full runs): the pretraining regime's LeNet and ResNet of seed 0
+    other = [] if q else [pretrain(q, "fine", 1.0, 0.0, 0, arch) for arch in (ARCH, "resnet")]
+    out = {"nd.table1_metrics": real, "rd.independence_deficit": real, "rd.cls_dim": real + other,
            "nd.between_networks": [suite("lenet", seed, quick=q), suite("lenet", seed + 1, quick=q)],
            "nd.new_categories": [suite("lenet", seed, "base", q), suite("lenet", seed, quick=q)],
            "vc.training_collapse": [pretrain(q, seed=s) for s in seeds]

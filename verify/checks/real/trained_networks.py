@@ -179,11 +179,11 @@ def _glyph_nets(ctx) -> list:
 
 def other_architectures(quick: bool) -> tuple:
     """rd.cls_dim's architecture pair (full runs): the VC/FG pretraining regime's τ = 1, λ = 0 networks of seed 0,
-    LeNet and ResNet (sims.glyphs.networks.pretrain; both trained for other checks), read on the suite's held-out
-    images of their 105 classes. Quick runs train no ResNet: none."""
+    LeNet and ResNet (the registry's rd.cls_dim networks of that family, sims.glyphs.networks.uses; both trained for
+    other checks), read on the suite's held-out images of their 105 classes. Quick runs train no ResNet: none."""
     from sims.glyphs import networks as nw
 
-    return () if quick else tuple(nw.pretrain(False, "fine", 1.0, 0.0, 0, arch).name for arch in ("lenet", "resnet"))
+    return tuple(r.name for r in nw.uses(quick)["rd.cls_dim"] if r.family == "pretrain")
 
 
 def cls_dim_other_architectures(ctx) -> dict:
