@@ -156,7 +156,12 @@ def load_config(path) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- cost estimate
-from sims.multiview.sizing import estimate_cost  # noqa: E402,F401  (flops and peak memory from the sizes alone)
+def estimate_cost(cfg) -> dict:
+    """:func:`sims.multiview.sizing.estimate_cost` (flops and peak memory from the sizes alone), imported on use: the
+    CLI starts without torch (its ``--help`` and argument errors answer in a fraction of a second)."""
+    from sims.multiview.sizing import estimate_cost as estimate
+
+    return estimate(cfg)
 
 
 MEASURE_D = 65536          # the speed measurement's largest d: its arrays stay a few tens of MiB whatever d is
