@@ -55,7 +55,6 @@ def test_a_probe_standardising_its_test_features_alone_fails_its_pin_and_the_che
     """A review's planted library bug: the probe's test features standardised with their own mean and SD. It moved
     vc.transfer_correlation's r(VCI, MLOG) under an unchanged status; the known-answer pin fails both checks."""
     import sims.glyphs.probe as P
-    from verify import registry
 
     real = P._standardise
 
@@ -65,19 +64,13 @@ def test_a_probe_standardising_its_test_features_alone_fails_its_pin_and_the_che
         return real(Ftr, *others)
 
     monkeypatch.setattr(P, "_standardise", own)
-    with pytest.raises(ValueError, match="standardised with the training"):
-        pins.probe_pinned()
-    for cid in ("fg.label_granularity", "vc.transfer_correlation"):
-        ctx = registry.Context(check_id=cid, quick=True)
-        with pytest.raises(ValueError, match="standardised with the training"):
-            registry.discover()[cid].compare(ctx, False, positive=True)
+    _pin_and_probe_checks_fail(pins.probe_pinned, "standardised with the training")
 
 
 def test_a_probe_predicting_without_its_bias_fails_its_pin_and_the_checks(monkeypatch):
     """The fourth review's planted library bug: the probe's predictions without its bias (Xs @ W). It moved
     vc.transfer_correlation's τ-group r from +0.906 to −0.274 under an unchanged status; the bias pin fails it."""
     import sims.glyphs.probe as P
-    from verify import registry
 
     real = P._fit
 
@@ -87,9 +80,16 @@ def test_a_probe_predicting_without_its_bias_fails_its_pin_and_the_checks(monkey
 
     pins.probe_bias_pinned()
     monkeypatch.setattr(P, "_fit", no_bias)
-    with pytest.raises(ValueError, match="predict with its bias"):
-        pins.probe_bias_pinned()
+    _pin_and_probe_checks_fail(pins.probe_bias_pinned, "predict with its bias")
+
+
+def _pin_and_probe_checks_fail(pin, match: str) -> None:
+    """The pin raises ``match``, and so do the two checks that read the probe (before any reading)."""
+    from verify import registry
+
+    with pytest.raises(ValueError, match=match):
+        pin()
     for cid in ("fg.label_granularity", "vc.transfer_correlation"):
         ctx = registry.Context(check_id=cid, quick=True)
-        with pytest.raises(ValueError, match="predict with its bias"):
+        with pytest.raises(ValueError, match=match):
             registry.discover()[cid].compare(ctx, False, positive=True)
