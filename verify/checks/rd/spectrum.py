@@ -9,11 +9,8 @@ from sims import marchenko_pastur as mp
 from sims import rank_nets as nets
 from theory import rank as R
 from verify.checks.rd import _controls as C
+from verify.checks.rd.rank import _fmt
 from verify.registry import Result, check
-
-
-def _fmt(x, d=3):
-    return float(np.round(float(x), d))
 
 
 @check(
