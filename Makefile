@@ -41,8 +41,14 @@ KERNELS := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=SS
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
+# One thread per test process (torch, OpenMP, OpenBLAS, MKL; the worker processes and CLI runs the tests start
+# inherit it): TEST_WORKERS processes already fill the cores, and thread pools spin-waiting for one another on a busy
+# machine made BLAS-bound tests many times slower (docs/reproducibility.md). Tests that pin results across thread
+# counts set the counts themselves.
+ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 test: $(STAMP)
-	$(BIN)/python -m pytest $(XDIST)
+	env $(ONE_THREAD) $(BIN)/python -m pytest $(XDIST)
 	env $(KERNELS) $(BIN)/python -m pytest -m kernels $(XDIST)
 
 figs: $(STAMP)

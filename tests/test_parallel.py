@@ -272,3 +272,38 @@ def test_one_label_names_one_computation(monkeypatch):
         _scheduled(monkeypatch, found, jobs=2)
     found["b"] = _FakeCheck(1, [parallel.prep("net", print, 1, cost=7)])  # the cost is an estimate: it may differ
     assert sorted(_scheduled(monkeypatch, found, jobs=2)[2]) == ["a", "b"]
+
+
+def test_every_built_in_check_and_figure_is_found_where_it_is_declared():
+    """A worker imports only the module declaring a check or figure (verify.declarations reads the decorators'
+    first arguments from the source): every registered id must be found there, in the module that registers it."""
+    from paper_figs import registry as figreg
+    from verify import declarations, registry
+
+    checks, figs = registry.discover(), figreg.discover()
+    builtin = {cid: c for cid, c in checks.items() if c.compare.__module__.startswith("verify.checks.")}
+    assert declarations.declarations("verify.checks", "check") == {cid: c.compare.__module__ for cid, c in builtin.items()}
+    assert declarations.declarations("paper_figs", "figure") == {fid: f.draw.__module__ for fid, f in figs.items()}
+
+
+def _loaded_check_modules() -> list[str]:
+    """The check modules (verify.checks.<paper>.<module>) and figure modules this process has imported."""
+    checks = [m for m in sys.modules if m.startswith("verify.checks.") and m.count(".") == 3]
+    figs = [m for m in sys.modules if m.startswith("paper_figs.") and m not in ("paper_figs.registry",
+                                                                                 "paper_figs._layout")]
+    return sorted(checks + figs)
+
+
+def test_a_worker_imports_only_the_modules_of_its_tasks():
+    with parallel._one_thread_env():
+        ex = parallel._pool(1, (), True)
+    try:
+        parallel._started(ex, 1)
+        assert ex.submit(_loaded_check_modules).result() == []
+        ex.submit(parallel._check, "nd.kkt_sparsity").result()
+        ex.submit(parallel._figure, "nd.error_path").result()
+        mods = ex.submit(_loaded_check_modules).result()
+    finally:
+        ex.shutdown(wait=True)
+    assert "verify.checks.nd.covlasso" in mods and "paper_figs.nd_covlasso" in mods, mods
+    assert not [m for m in mods if m.startswith(("verify.checks.vc", "verify.checks.fg", "paper_figs.glyphs"))], mods

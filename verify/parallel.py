@@ -24,6 +24,8 @@ done, a preparation's its own estimate).
 
 Each worker runs one thread (torch, BLAS/OpenMP and numba: environment variables set before it starts), so N
 workers fill N cores without spin-waiting on each other; its malloc keeps freed memory for reuse (:data:`MALLOC`).
+A worker imports only the modules that declare the checks and figures it is given (:mod:`verify.declarations`),
+not all of them.
 A worker that dies (killed, out of memory) breaks the pool: the checks it took down are run again one at a time,
 each in a fresh single-worker pool, so the one that kills its worker fails with a one-line reason and the others
 get their verdicts. Functions monkeypatched in this process (tests) do not reach the workers: use ``jobs=1`` for
@@ -40,7 +42,7 @@ import time
 import traceback
 from typing import Callable
 
-from verify import registry
+from verify import declarations, registry
 from verify.registry import Outcome
 
 #: Thread pools pinned to one thread in the workers (read by OpenBLAS, MKL, OpenMP, numba when they start).
@@ -100,14 +102,23 @@ _WORKER: dict = {}
 
 
 def _worker_init(plugins, entry_points) -> None:
-    """A worker's checks and figures: the built-in ones and the plugins' (what verify.api's load_checks and figures
-    give the parent), loaded here without verify.api, which imports this module."""
-    from paper_figs import registry as figreg
+    """A worker's plugins (what verify.api's load_checks and figures give the parent), loaded here without
+    verify.api, which imports this module. Built-in checks and figures are imported when a task needs them, each
+    from the module that declares it (:func:`_check`, :func:`_figure`)."""
     from verify import plugins as _plugins
 
     _plugins.load([plugins] if isinstance(plugins, str) else plugins, entry_points=entry_points)
-    _WORKER["checks"] = registry.discover()
-    _WORKER["figures"] = figreg.discover()
+    _WORKER["ready"] = True
+
+
+def _check(cid: str):
+    return declarations.find(cid, registry._CHECKS, "verify.checks", "check", registry.discover)
+
+
+def _figure(fid: str):
+    from paper_figs import registry as figreg
+
+    return declarations.find(fid, figreg._FIGURES, "paper_figs", "figure", figreg.discover)
 
 
 def _draw(fid: str, out_dir, quick: bool):
@@ -116,7 +127,7 @@ def _draw(fid: str, out_dir, quick: bool):
     from verify import optional
 
     try:
-        return ("done", figreg.render(_WORKER["figures"][fid], out_dir, quick=quick)["seconds"])
+        return ("done", figreg.render(_figure(fid), out_dir, quick=quick)["seconds"])
     except Exception as exc:
         missing = optional.find_missing(exc)
         if missing is not None:
@@ -134,7 +145,7 @@ NO_START = ("the worker processes could not start. With jobs > 1 they are starte
 
 
 def _started(ex: cf.ProcessPoolExecutor, jobs: int) -> None:
-    """Wait until the workers answer (they have loaded the checks); a pool that breaks here never started: raise
+    """Wait until the workers answer (they have loaded the plugins); a pool that breaks here never started: raise
     RuntimeError saying the likely cause instead of failing every check as 'worker died'."""
     try:
         for f in [ex.submit(_ping) for _ in range(jobs)]:
@@ -145,8 +156,8 @@ def _started(ex: cf.ProcessPoolExecutor, jobs: int) -> None:
 
 
 def _ensure(plugins=(), entry_points: bool = True) -> None:
-    """Load the checks in a worker that was not started by :func:`_pool` (a Dask worker), once."""
-    if "checks" not in _WORKER:
+    """Load the plugins in a worker that was not started by :func:`_pool` (a Dask worker), once."""
+    if "ready" not in _WORKER:
         _worker_init(tuple(plugins), entry_points)
 
 
@@ -168,13 +179,13 @@ def _run_check(cid: str, quick: bool, seed: int, stage, device: str, plugins=(),
     _ensure(plugins, entry_points)
     if not ship:
         ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=stage, device=device)
-        return registry.run_check(_WORKER["checks"][cid], ctx)
+        return registry.run_check(_check(cid), ctx)
     import tempfile
     from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="theorylab-worker-") as tmp:
         ctx = registry.Context(check_id=cid, quick=quick, seed=seed, report_dir=Path(tmp), device=device)
-        out = registry.run_check(_WORKER["checks"][cid], ctx)
+        out = registry.run_check(_check(cid), ctx)
         files = {p.relative_to(tmp).as_posix(): p.read_bytes() for p in Path(tmp).rglob("*") if p.is_file()}
     return out, files
 

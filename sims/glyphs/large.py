@@ -4,7 +4,7 @@ Trains the documented larger configuration (docs/glyph_nets.md: 1000 code points
 ``--epochs`` 10 by default so that it fits the gpu-check's window, 30 is the documented full run) for the LeNet
 and/or the ResNet, then prints one JSON object per network: training seconds, images/s, the device, and the
 held-out accuracy on the test faces (never seen in training) and on the augmentation split
-(:func:`sims.glyphs.features.heldout_accuracy`). ``--tiny`` is the dry run (100 classes, 8 per class, 1 epoch).
+(:func:`sims.glyphs.features.heldout_accuracy`). ``--tiny`` is the dry run (20 classes, 8 per class, 1 epoch).
 The weights are cached like every glyph net (keyed by the device type too), so a second run only reads out.
 """
 from __future__ import annotations
@@ -22,13 +22,13 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--per-class", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=512)
-    ap.add_argument("--tiny", action="store_true", help="100 classes, 8 per class, 1 epoch: every code path")
+    ap.add_argument("--tiny", action="store_true", help="20 classes, 8 per class, 1 epoch: every code path")
     a = ap.parse_args(argv)
     from sims.glyphs import GlyphTaskConfig
     from sims.glyphs.features import heldout_accuracy
     from sims.glyphs.train import train_glyph_net
 
-    n_classes, per_class, epochs = (100, 8, 1) if a.tiny else (1000, a.per_class, a.epochs)
+    n_classes, per_class, epochs = (20, 8, 1) if a.tiny else (1000, a.per_class, a.epochs)
     if epochs < 1 or per_class < 1:
         print("sims.glyphs.large: error: --epochs and --per-class must be ≥ 1", file=sys.stderr)
         return 2
