@@ -1,8 +1,8 @@
 """Which module of a package declares a check or a figure, read from the source text without importing anything.
 
 A worker process of ``verify --jobs`` runs a few of a run's checks or draws a few of its figures. Importing only the
-modules that declare them spares it the imports of all the others (torch, sympy, scipy.stats, matplotlib: about
-7 CPU-seconds per process, docs/reproducibility.md). A declaration is the decorator called with the id as its first
+modules that declare them spares it the imports of all the others (torch, sympy, scipy.stats, matplotlib; their
+cost is in docs/cost.md). A declaration is the decorator called with the id as its first
 argument, a string literal — ``@check("nd.markov_bound", ...)``, ``@figure("rd.fig1_mlp50", ...)`` — and
 tests/test_parallel.py pins that every built-in id is found this way. An id no declaration names (a plugin's, or one
 registered some other way) falls back to importing every module, as ``discover`` does.
